@@ -1,0 +1,34 @@
+// The one exception type the core throws: a message a user can act on plus the
+// SQLSTATE the PostgreSQL layer reports it under (five characters, no PG headers needed).
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace stoatflow {
+
+// SQLSTATE codes the core uses (PostgreSQL's errcodes.txt).
+namespace sqlstate {
+inline constexpr const char* kInvalidParameterValue = "22023";
+inline constexpr const char* kSyntaxError = "42601";
+inline constexpr const char* kUndefinedFunction = "42883";
+inline constexpr const char* kDuplicateColumn = "42701";
+inline constexpr const char* kInternalError = "XX000";
+inline constexpr const char* kDataCorrupted = "XX001";
+}  // namespace sqlstate
+
+class Error : public std::runtime_error {
+public:
+    Error(std::string sqlstate, std::string message, std::string hint = {})
+        : std::runtime_error(std::move(message)), sqlstate_(std::move(sqlstate)),
+          hint_(std::move(hint)) {}
+    const std::string& sqlstate() const noexcept { return sqlstate_; }
+    const std::string& hint() const noexcept { return hint_; }
+
+private:
+    std::string sqlstate_;
+    std::string hint_;
+};
+
+}  // namespace stoatflow

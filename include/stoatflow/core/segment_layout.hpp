@@ -1,0 +1,41 @@
+// Segment arithmetic of SPEC 5: the interval formula, which segment a window lives
+// in, when a segment may be dropped whole, and how many segments can be live.
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+#include "stoatflow/core/time.hpp"
+
+namespace stoatflow::core {
+
+inline constexpr Millis kMinSegmentInterval = 60'000;
+
+class SegmentLayout {
+public:
+    // interval = max(retention / 2, 60 s, window length)
+    SegmentLayout(Millis retention, Millis window_length);
+    SegmentLayout(Millis retention, Millis window_length, Millis interval)
+        : retention_(retention), window_length_(window_length), interval_(interval) {}
+
+    Millis interval() const { return interval_; }
+    Millis retention() const { return retention_; }
+
+    // Epoch-aligned segment holding time t (time windows: the window start;
+    // sessions: the session's last record).
+    Millis segment_of(Millis t) const { return floor_to(t, interval_); }
+
+    // A segment [a, a + span) may be dropped once a + span ≤ frontier − retention.
+    // span is the interval the segment was created with (it survives retention changes).
+    static bool expired(Millis segment_start, Millis span, Millis frontier, Millis retention);
+    bool expired(Millis segment_start, Millis frontier) const {
+        return expired(segment_start, interval_, frontier, retention_);
+    }
+
+    // Worst-case number of live segments: ceil(retention / interval) + 1.
+    long max_live_segments() const;
+
+private:
+    Millis retention_;
+    Millis window_length_;
+    Millis interval_;
+};
+
+}  // namespace stoatflow::core

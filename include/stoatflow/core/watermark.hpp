@@ -1,0 +1,59 @@
+// The per-source watermark of SPEC 3.2: the minimum over partitions holding data of
+// their largest event time, minus max out-of-orderness; monotonic; idle partitions
+// (after idle_timeout of wall clock) stop holding it back. Serializable for commits.
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+#include "stoatflow/core/time.hpp"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace stoatflow::core {
+
+class Watermark {
+public:
+    // idle_timeout ≤ 0: never idle.
+    explicit Watermark(Millis max_out_of_orderness, Millis idle_timeout = 0);
+
+    // A partition is assigned. holds_data: it had records to consume when consumption
+    // started (or it has a restored position with data behind it). A partition holding
+    // data holds W back until its first record; one without data does not.
+    void assign(std::int32_t partition, bool holds_data);
+    void revoke(std::int32_t partition);
+
+    // A record from `partition` at event time t, seen at wall time `now`. Returns W
+    // after the update (the value the record is judged against).
+    Millis observe(std::int32_t partition, Millis t, Millis now = 0);
+
+    // The consumer reached the end of `partition` (caught up) at wall time `now`.
+    void caught_up(std::int32_t partition, Millis now);
+    // Wall clock tick: partitions caught up and silent for idle_timeout stop holding W.
+    Millis tick(Millis now);
+
+    Millis current() const { return w_; }
+    // Largest event time seen from a partition, kNoTime if none.
+    Millis partition_max(std::int32_t partition) const;
+    bool is_idle(std::int32_t partition) const;
+
+    // Persisted with the offsets; restore() reinstates W and every partition's max.
+    std::string serialize() const;
+    void restore(const std::string& blob);
+
+private:
+    struct Partition {
+        Millis max = kNoTime;
+        bool holds_data = false;  // waiting for its first record
+        bool caught_up = false;
+        bool idle = false;
+        Millis last_activity = 0;  // wall clock
+    };
+    void recompute();
+
+    Millis max_ooo_;
+    Millis idle_timeout_;
+    Millis w_ = kNoTime;
+    std::map<std::int32_t, Partition> parts_;
+};
+
+}  // namespace stoatflow::core

@@ -1,0 +1,176 @@
+// One windowed aggregation over a stream of records: assigns each record to its
+// windows (grid, sliding per KIP-450, merging sessions), folds it into per-key window
+// state, and at each commit decides what the sink and the state tables must receive.
+#pragma once
+#include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/no_postgres.hpp"
+#include "stoatflow/core/segment_layout.hpp"
+#include "stoatflow/core/window_assigner.hpp"
+#include "stoatflow/core/window_spec.hpp"
+
+#include <cstdint>
+#include <map>
+#include <queue>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace stoatflow::core {
+
+enum class EmitStrategy { OnWindowUpdate, OnWindowClose };
+const char* to_string(EmitStrategy e);
+// 'on_window_update' | 'on_window_close'; throws Error (22023) otherwise.
+EmitStrategy emit_strategy_from_name(const std::string& name);
+
+enum class DropReason { LateWindow, LateSession };
+const char* to_string(DropReason r);
+
+// One window's state as it is persisted (a row of a segment table) and restored.
+struct WindowStateRow {
+    std::string key;
+    Millis start = 0;
+    Millis end = 0;          // exclusive; sessions: last record + 1 ms
+    Millis event_time = 0;   // latest record time in the window
+    std::vector<AggCell> cells;
+    bool removed = false;    // tombstone: a session merged away or moved
+    Millis segment = 0;      // segment start this row belongs to
+};
+
+// One sink operation.
+struct SinkRow {
+    std::string key;
+    Millis start = 0;
+    Millis end = 0;
+    Millis event_time = 0;
+    std::vector<AggCell> cells;
+    bool final = false;
+};
+struct SinkDelete {
+    std::string key;
+    Millis start = 0;
+};
+
+// Everything one commit must write for one aggregation, in this order:
+// state rows, sink deletes, sink upserts.
+struct CommitOutput {
+    std::vector<WindowStateRow> state;
+    std::vector<SinkDelete> deletes;
+    std::vector<SinkRow> upserts;
+    void clear() {
+        state.clear();
+        deletes.clear();
+        upserts.clear();
+    }
+};
+
+struct AggregationStats {
+    std::int64_t records_in = 0;
+    std::int64_t dropped_late_window = 0;
+    std::int64_t dropped_late_session = 0;
+    std::int64_t windows_emitted = 0;     // first emission of a window
+    std::int64_t windows_reemitted = 0;   // later emissions of the same window
+    std::int64_t sessions_merged = 0;     // sessions absorbed by a merge
+};
+
+class WindowedAggregation {
+public:
+    WindowedAggregation(WindowSpec spec, std::vector<AggSpec> aggregates, EmitStrategy emit,
+                        Millis retention);
+
+    // Judge and fold one record against watermark W (already updated with this record).
+    // values[i] is the field value for aggregate i.
+    void process(std::string_view key, Millis t, const Value* values, Millis watermark);
+
+    // At a commit with watermark W: closes windows, decides emissions per strategy,
+    // collects changed state. Appends to `out`.
+    void flush(Millis watermark, CommitOutput& out);
+
+    // Recovery: reinstate one persisted window (newest version per window, no
+    // tombstones) given the committed watermark. Call finish_restore() after the last.
+    void restore(const WindowStateRow& row, Millis watermark);
+    void finish_restore() {}
+
+    const WindowSpec& spec() const { return spec_; }
+    const AggLayout& layout() const { return layout_; }
+    const SegmentLayout& segments() const { return segments_; }
+    EmitStrategy emit() const { return emit_; }
+    const AggregationStats& stats() const { return stats_; }
+    // Windows not yet closed, and keys holding at least one of them.
+    std::size_t open_windows() const { return open_windows_; }
+    std::size_t keys_with_open_windows() const;
+    // Windows held in memory (open ones plus closed ones kept for sliding derivation).
+    std::size_t resident_windows() const;
+
+    // Live (open and retained) windows, for window_state(): calls f(key, state).
+    template <class F>
+    void for_each_window(F&& f) const {
+        for (const auto& [k, ks] : keys_)
+            for (const auto& [s, w] : ks.windows) f(k, w);
+    }
+
+    struct WindowState {
+        Millis start = 0;
+        Millis end = 0;         // exclusive
+        Millis max_time = kNoTime;
+        Millis emitted_start = kNoTime;  // start of the sink row written for it, if any
+        bool dirty = false;
+        bool closed = false;
+        bool persisted = false;
+        bool ever_emitted = false;
+        std::vector<AggCell> cells;
+    };
+
+private:
+    struct KeyState {
+        std::map<Millis, WindowState> windows;  // by start
+        std::size_t open = 0;
+        std::size_t refs = 0;  // pending close/eviction/dirty entries naming this key
+    };
+    using KeyMap = std::unordered_map<std::string, KeyState>;
+    struct Pending {
+        Millis at;                // close point, or eviction time
+        const std::string* key;   // stable: unordered_map nodes do not move
+        Millis start;
+        Millis end;               // the end the close point was computed for (sessions grow)
+        bool operator>(const Pending& o) const { return at > o.at; }
+    };
+    using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
+
+    void process_grid(KeyMap::iterator kit, Millis t, const Value* values, Millis w);
+    void process_sliding(KeyMap::iterator kit, Millis t, const Value* values, Millis w);
+    void process_session(KeyMap::iterator kit, Millis t, const Value* values, Millis w);
+
+    WindowState& open_window(KeyMap::iterator kit, Millis start, Millis end);
+    void touch(KeyMap::iterator kit, WindowState& ws);
+    void remove_window(KeyMap::iterator kit, std::map<Millis, WindowState>::iterator wit);
+    void schedule_close(KeyMap::iterator kit, const WindowState& ws);
+    void schedule_eviction(KeyMap::iterator kit, const WindowState& ws);
+    // Drops one reference; erases the key once it has no windows and no references.
+    void release(KeyMap::iterator kit);
+    void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out);
+    void state_row(const std::string& key, WindowState& ws, CommitOutput& out);
+    Millis segment_time(const WindowState& ws) const;
+
+    // sliding helpers
+    bool is_record_window(const WindowState& ws) const { return ws.max_time == ws.start + spec_.size; }
+    const WindowState* max_record_before(const KeyState& ks, Millis x) const;
+    const WindowState* min_record_after(const KeyState& ks, Millis x) const;
+
+    WindowSpec spec_;
+    AggLayout layout_;
+    EmitStrategy emit_;
+    SegmentLayout segments_;
+    WindowAssigner grid_;
+
+    KeyMap keys_;
+    MinHeap closes_;
+    MinHeap evictions_;  // sliding: closed windows kept until they leave retention
+    std::vector<std::pair<const std::string*, Millis>> dirty_;
+    std::vector<SinkDelete> retractions_;    // session rows to delete at the next commit
+    std::vector<WindowStateRow> tombstones_; // persisted windows that no longer exist
+    std::size_t open_windows_ = 0;
+    AggregationStats stats_;
+};
+
+}  // namespace stoatflow::core

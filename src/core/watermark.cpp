@@ -1,0 +1,116 @@
+// The per-source watermark: per-partition max event time, min over partitions that
+// hold data, minus max out-of-orderness; never decreases; idle partitions excluded.
+#include "stoatflow/core/watermark.hpp"
+
+#include "stoatflow/core/error.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace stoatflow::core {
+
+Watermark::Watermark(Millis max_out_of_orderness, Millis idle_timeout)
+    : max_ooo_(max_out_of_orderness), idle_timeout_(idle_timeout) {}
+
+void Watermark::assign(std::int32_t partition, bool holds_data) {
+    Partition& p = parts_[partition];
+    // A restored partition already has its max; only a fresh one can be waiting.
+    p.holds_data = holds_data && p.max == kNoTime;
+    p.caught_up = false;
+    p.idle = false;
+    recompute();
+}
+
+void Watermark::revoke(std::int32_t partition) {
+    parts_.erase(partition);
+    recompute();
+}
+
+Millis Watermark::observe(std::int32_t partition, Millis t, Millis now) {
+    Partition& p = parts_[partition];
+    p.max = std::max(p.max, t);
+    p.holds_data = false;
+    p.caught_up = false;
+    p.idle = false;
+    p.last_activity = now;
+    recompute();
+    return w_;
+}
+
+void Watermark::caught_up(std::int32_t partition, Millis now) {
+    Partition& p = parts_[partition];
+    p.caught_up = true;
+    if (p.max == kNoTime) {
+        // It turned out to have nothing to deliver: it never holds W back.
+        p.holds_data = false;
+        p.last_activity = now;
+    }
+    recompute();
+}
+
+Millis Watermark::tick(Millis now) {
+    if (idle_timeout_ > 0) {
+        for (auto& [id, p] : parts_) {
+            if (p.caught_up && !p.idle && p.max != kNoTime && now - p.last_activity >= idle_timeout_)
+                p.idle = true;
+        }
+    }
+    recompute();
+    return w_;
+}
+
+void Watermark::recompute() {
+    Millis min_max = kNoTime;
+    bool any = false;
+    for (const auto& [id, p] : parts_) {
+        if (p.holds_data) return;  // a partition with data not yet read pins W
+        if (p.max == kNoTime || p.idle) continue;
+        min_max = any ? std::min(min_max, p.max) : p.max;
+        any = true;
+    }
+    if (!any) return;
+    const Millis candidate = min_max - max_ooo_;
+    if (w_ == kNoTime || candidate > w_) w_ = candidate;
+}
+
+Millis Watermark::partition_max(std::int32_t partition) const {
+    auto it = parts_.find(partition);
+    return it == parts_.end() ? kNoTime : it->second.max;
+}
+
+bool Watermark::is_idle(std::int32_t partition) const {
+    auto it = parts_.find(partition);
+    return it != parts_.end() && it->second.idle;
+}
+
+std::string Watermark::serialize() const {
+    std::ostringstream os;
+    os << "w1 " << w_;
+    for (const auto& [id, p] : parts_)
+        if (p.max != kNoTime) os << ' ' << id << ':' << p.max;
+    return os.str();
+}
+
+void Watermark::restore(const std::string& blob) {
+    std::istringstream is(blob);
+    std::string tag;
+    Millis w = kNoTime;
+    if (!(is >> tag >> w) || tag != "w1")
+        throw Error(sqlstate::kDataCorrupted, "stored watermark is malformed: \"" + blob + "\"");
+    std::map<std::int32_t, Partition> parts;
+    std::string item;
+    while (is >> item) {
+        const auto colon = item.find(':');
+        if (colon == std::string::npos)
+            throw Error(sqlstate::kDataCorrupted, "stored watermark is malformed: \"" + blob + "\"");
+        try {
+            parts[std::stoi(item.substr(0, colon))].max = std::stoll(item.substr(colon + 1));
+        } catch (const std::logic_error&) {
+            throw Error(sqlstate::kDataCorrupted, "stored watermark is malformed: \"" + blob + "\"");
+        }
+    }
+    w_ = w;
+    parts_ = std::move(parts);
+}
+
+}  // namespace stoatflow::core

@@ -1,0 +1,104 @@
+// The watermark rules of SPEC 3.2: min over partitions holding data, minus
+// out-of-orderness; monotonic; empty and idle partitions; persistence.
+#include "stoatflow/core/watermark.hpp"
+
+#include "stoatflow/core/error.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace stoatflow::core;
+
+TEST(Watermark, NoRecordsNoWatermark) {
+    Watermark wm(10);
+    EXPECT_EQ(wm.current(), kNoTime);
+}
+
+TEST(Watermark, MaxEventTimeMinusOutOfOrderness) {
+    Watermark wm(10);
+    EXPECT_EQ(wm.observe(0, 100), 90);
+    EXPECT_EQ(wm.observe(0, 50), 90);  // an older record does not move it
+    EXPECT_EQ(wm.observe(0, 130), 120);
+}
+
+TEST(Watermark, MinimumOverPartitionsThatHoldData) {
+    Watermark wm(0);
+    wm.assign(0, true);
+    wm.assign(1, true);
+    wm.assign(2, false);  // empty when consumption started: never holds W back
+    EXPECT_EQ(wm.observe(0, 100), kNoTime);  // partition 1 has data but delivered nothing yet
+    EXPECT_EQ(wm.observe(1, 40), 40);
+    EXPECT_EQ(wm.observe(1, 70), 70);
+    EXPECT_EQ(wm.observe(0, 200), 70);
+    EXPECT_EQ(wm.observe(1, 300), 200);
+}
+
+TEST(Watermark, NeverDecreases) {
+    Watermark wm(0);
+    wm.assign(0, false);
+    wm.assign(1, false);
+    EXPECT_EQ(wm.observe(0, 100), 100);
+    // Partition 1 starts delivering far behind: the min drops, W does not.
+    EXPECT_EQ(wm.observe(1, 10), 100);
+    EXPECT_EQ(wm.observe(1, 150), 100);
+    EXPECT_EQ(wm.observe(0, 160), 150);
+}
+
+TEST(Watermark, PartitionThatTurnsOutEmptyStopsHolding) {
+    Watermark wm(0);
+    wm.assign(0, true);
+    wm.assign(1, true);
+    wm.observe(0, 100);
+    EXPECT_EQ(wm.current(), kNoTime);
+    wm.caught_up(1, 0);
+    EXPECT_EQ(wm.current(), 100);
+}
+
+TEST(Watermark, IdleTimeoutReleasesASilentPartition) {
+    Watermark wm(0, /*idle_timeout=*/5000);
+    wm.assign(0, true);
+    wm.assign(1, true);
+    wm.observe(0, 100, /*now=*/1000);
+    wm.observe(1, 50, 1000);
+    EXPECT_EQ(wm.current(), 50);
+    wm.caught_up(1, 1000);
+    wm.observe(0, 400, 2000);
+    EXPECT_EQ(wm.tick(5999), 50);  // silent for 4999 ms: still holding
+    EXPECT_FALSE(wm.is_idle(1));
+    EXPECT_EQ(wm.tick(6000), 400);  // 5000 ms: idle, W follows partition 0
+    EXPECT_TRUE(wm.is_idle(1));
+    wm.observe(1, 60, 7000);  // its next record makes it count again; W stays
+    EXPECT_FALSE(wm.is_idle(1));
+    EXPECT_EQ(wm.current(), 400);
+    EXPECT_EQ(wm.observe(0, 900, 7000), 400);  // held by partition 1 at 60 again
+    EXPECT_EQ(wm.observe(1, 800, 7000), 800);
+}
+
+TEST(Watermark, WithoutIdleTimeoutASilentPartitionHoldsForever) {
+    Watermark wm(0);
+    wm.observe(1, 10, 0);
+    wm.observe(0, 100, 0);
+    wm.caught_up(1, 0);
+    EXPECT_EQ(wm.tick(1'000'000'000), 10);
+}
+
+TEST(Watermark, SurvivesARestart) {
+    Watermark wm(10);
+    wm.observe(0, 100);
+    wm.observe(1, 300);
+    const std::string blob = wm.serialize();
+    Watermark back(10);
+    back.restore(blob);
+    EXPECT_EQ(back.current(), 90);
+    EXPECT_EQ(back.partition_max(0), 100);
+    EXPECT_EQ(back.partition_max(1), 300);
+    back.assign(0, true);  // restored partitions do not wait for a first record again
+    back.assign(1, true);
+    EXPECT_EQ(back.observe(0, 95), 90);  // and W never goes back
+    EXPECT_EQ(back.observe(0, 200), 190);
+}
+
+TEST(Watermark, MalformedBlobIsRejected) {
+    Watermark wm(0);
+    EXPECT_THROW(wm.restore("garbage"), stoatflow::Error);
+    EXPECT_THROW(wm.restore("w1 5 x:y"), stoatflow::Error);
+}

@@ -1,0 +1,216 @@
+// Records in → rows out, per window kind: the seed's timeline, grid, sliding (KIP-450)
+// and session scenarios, late drops by reason.
+#include "engine_harness.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace stoatflow::test;
+
+namespace {
+constexpr Millis kMin = 60'000;
+Millis at(int h, int m, int s = 0) { return (h * 60 + m) * kMin + s * 1000; }
+}  // namespace
+
+// The seed's timeline: 5-minute tumbling windows, 10 s out-of-orderness, no grace.
+// a 10:01, b 10:02, c 10:04, d 10:06, e 10:08 in order; a record that happened 10:00
+// arrives after d (at 10:07) and finds 10:00–10:05 closed.
+TEST(SeedTimeline, FiveMinuteTumblingWithALateRecord) {
+    Harness h(WindowSpec::tumbling(5 * kMin), EmitStrategy::OnWindowUpdate, 10'000);
+    h.push({{"u", at(10, 1), 1}, {"u", at(10, 2), 1}, {"u", at(10, 4), 1}, {"u", at(10, 6), 1}});
+    EXPECT_EQ(h.wm.current(), at(10, 5, 50));  // 10:06 − 10 s: past 10:05, W1 is closed
+    h.push({"u", at(10, 0), 1});               // happened 10:00, arrived after 10:06
+    h.push({"u", at(10, 8), 1});
+    h.commit();
+    EXPECT_EQ(h.rows(), (std::vector<Row>{
+                            {"u", at(10, 0), at(10, 5), at(10, 4), {"3", "3"}, true},
+                            {"u", at(10, 5), at(10, 10), at(10, 8), {"2", "2"}, false},
+                        }));
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 1);
+    EXPECT_EQ(h.agg.stats().records_in, 6);
+    // An idle stream leaves the last window open; a later record closes it.
+    h.push({"u", at(10, 20), 1});
+    h.commit();
+    EXPECT_TRUE(h.sink.at({"u", at(10, 5)}).final);
+}
+
+TEST(Tumbling, AssignmentIgnoresArrivalOrder) {
+    Harness in_order(WindowSpec::tumbling(10), EmitStrategy::OnWindowUpdate, 100);
+    Harness shuffled(WindowSpec::tumbling(10), EmitStrategy::OnWindowUpdate, 100);
+    in_order.push({{"k", 1, 1}, {"k", 9, 2}, {"k", 10, 3}, {"k", 25, 4}});
+    shuffled.push({{"k", 25, 4}, {"k", 10, 3}, {"k", 1, 1}, {"k", 9, 2}});
+    in_order.commit(1000);
+    shuffled.commit(1000);
+    EXPECT_EQ(in_order.rows(), shuffled.rows());
+    EXPECT_EQ(in_order.rows(), (std::vector<Row>{{"k", 0, 10, 9, {"2", "3"}, true},
+                                                 {"k", 10, 20, 10, {"1", "3"}, true},
+                                                 {"k", 20, 30, 25, {"1", "4"}, true}}));
+}
+
+TEST(Tumbling, NegativeTimesAreEpochAligned) {
+    Harness h(WindowSpec::tumbling(10), EmitStrategy::OnWindowUpdate, 100);
+    h.push({{"k", -1, 1}, {"k", -10, 1}, {"k", -11, 1}});
+    h.commit(1000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"k", -20, -10, -11, {"1", "1"}, true},
+                                          {"k", -10, 0, -1, {"2", "2"}, true}}));
+}
+
+TEST(Tumbling, GraceKeepsAWindowOpenPastItsEnd) {
+    // size 10, grace 5: [0,10) closes once W ≥ 15.
+    Harness h(WindowSpec::tumbling(10, 5));
+    h.push({{"k", 3, 1}, {"k", 14, 1}, {"k", 4, 1}});  // W = 14: still open
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 0);
+    h.push({{"k", 15, 1}, {"k", 5, 1}});  // W = 15: closed, 5 is late
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 1);
+    h.commit();
+    EXPECT_EQ(h.sink.at({"k", 0}), (Row{"k", 0, 10, 4, {"2", "2"}, true}));
+}
+
+// Hopping size 10 advance 5 grace 5, adapted from Kafka Streams' hopping-window
+// aggregation tests: each record lands in size/advance = 2 windows; a late record
+// counts one drop per closed window and still lands in the windows that are open.
+TEST(Hopping, OverlappingWindowsWithGrace) {
+    Harness h(WindowSpec::hopping(10, 5, 5));
+    h.push({"a", 0, 1});   // [-5,5) [0,10)
+    h.push({"a", 7, 2});   // [0,10) [5,15)
+    h.push({"a", 14, 3});  // [5,15) [10,20); W = 14: [-5,5) closed at 10
+    h.push({"a", 3, 4});   // [-5,5) closed → 1 drop; [0,10) open (closes at 15)
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 1);
+    h.push({"a", 21, 0});  // W = 21: [0,10) closed at 15, [5,15) at 20
+    h.push({"a", 9, 5});   // [0,10) and [5,15) both closed → 2 drops
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 3);
+    h.commit(1000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", -5, 5, 0, {"1", "1"}, true},
+                                          {"a", 0, 10, 7, {"3", "7"}, true},
+                                          {"a", 5, 15, 14, {"2", "5"}, true},
+                                          {"a", 10, 20, 14, {"1", "3"}, true},
+                                          {"a", 15, 25, 21, {"1", "0"}, true},
+                                          {"a", 20, 30, 21, {"1", "0"}, true}}));
+}
+
+TEST(Hopping, WindowsPerRecordIsSizeOverAdvance) {
+    WindowAssigner a(WindowSpec::hopping(60, 20));
+    std::vector<Window> got;
+    a.for_each(45, [&](Window w) { got.push_back(w); });
+    EXPECT_EQ(got, (std::vector<Window>{{40, 100}, {20, 80}, {0, 60}}));
+    EXPECT_EQ(a.windows_per_record(), 3);
+}
+
+// Sliding D = 10, grace 5, after Kafka Streams' sliding-window tests (KIP-450): left
+// window [t−D, t] per record, right window [t+1, t+1+D] while a record lies in it,
+// reported as [start, start + D + 1).
+TEST(Sliding, InOrderRecordsMakeLeftAndRightWindows) {
+    Harness h(WindowSpec::sliding(10, 5), EmitStrategy::OnWindowUpdate, 0,
+              {{AggFn::CountStar, "", "n"}});
+    h.push({{"k", 10}, {"k", 15}, {"k", 20}, {"k", 22}, {"k", 30}});
+    h.commit(1000);
+    std::vector<std::pair<Millis, std::string>> got;
+    for (auto& r : h.rows()) {
+        EXPECT_EQ(r.end, r.start + 11);
+        got.emplace_back(r.start, r.values[0]);
+    }
+    EXPECT_EQ(got, (std::vector<std::pair<Millis, std::string>>{{0, "1"}, {5, "2"}, {10, "3"},
+                                                                {11, "2"}, {12, "3"}, {16, "2"},
+                                                                {20, "3"}, {21, "2"}, {23, "1"}}));
+}
+
+TEST(Sliding, OutOfOrderRecordUpdatesAndCreatesWindows) {
+    Harness h(WindowSpec::sliding(10, 5), EmitStrategy::OnWindowUpdate, 20,
+              {{AggFn::CountStar, "", "n"}});
+    h.push({{"k", 10}, {"k", 15}, {"k", 20}, {"k", 22}, {"k", 30}, {"k", 13}});
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 0);
+    h.commit(1000);
+    std::vector<std::pair<Millis, std::string>> got;
+    for (auto& r : h.rows()) got.emplace_back(r.start, r.values[0]);
+    EXPECT_EQ(got, (std::vector<std::pair<Millis, std::string>>{
+                       {0, "1"}, {3, "2"}, {5, "3"}, {10, "4"}, {11, "3"}, {12, "4"},
+                       {14, "3"}, {16, "2"}, {20, "3"}, {21, "2"}, {23, "1"}}));
+}
+
+TEST(Sliding, RecordWhoseOwnWindowClosedIsDroppedWhole) {
+    Harness h(WindowSpec::sliding(10, 5), EmitStrategy::OnWindowUpdate, 0,
+              {{AggFn::CountStar, "", "n"}});
+    h.push({{"k", 10}, {"k", 30}});
+    h.push({"k", 24});  // [14,24] closes at 24+1+5 = 30 ≤ W → late
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 1);
+    h.push({"k", 25});  // closes at 31 > 30 → accepted
+    EXPECT_EQ(h.agg.stats().dropped_late_window, 1);
+    h.commit(1000);
+    std::vector<std::pair<Millis, std::string>> got;
+    for (auto& r : h.rows()) got.emplace_back(r.start, r.values[0]);
+    // L(10)=[0,10]; L(25)=[15,25]; L(30)=[20,30]={25,30}; R(25)=[26,36]={30}
+    EXPECT_EQ(got, (std::vector<std::pair<Millis, std::string>>{
+                       {0, "1"}, {15, "1"}, {20, "2"}, {26, "1"}}));
+}
+
+TEST(Sliding, RecordsFartherApartThanDShareNoWindow) {
+    Harness h(WindowSpec::sliding(10), EmitStrategy::OnWindowUpdate, 100,
+              {{AggFn::CountStar, "", "n"}});
+    h.push({{"k", 0}, {"k", 11}});  // 11 − 0 > 10
+    h.commit(1000);
+    for (auto& r : h.rows()) EXPECT_EQ(r.values[0], "1") << r;
+    Harness g(WindowSpec::sliding(10), EmitStrategy::OnWindowUpdate, 100,
+              {{AggFn::CountStar, "", "n"}});
+    g.push({{"k", 0}, {"k", 10}});  // exactly D apart: one window holds both
+    g.commit(1000);
+    EXPECT_EQ(g.sink.at({"k", 0}).values[0], "2");
+}
+
+// Sessions, gap 10: merges when a record bridges sessions; the merged-away row is
+// deleted in the same commit; count and sum add.
+TEST(Session, BridgingRecordMergesAndRetracts) {
+    Harness h(WindowSpec::session(10), EmitStrategy::OnWindowUpdate, 1000);
+    h.push({{"a", 0, 1}, {"a", 25, 2}});
+    h.commit();
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 1, 0, {"1", "1"}, false},
+                                          {"a", 25, 26, 25, {"1", "2"}, false}}));
+    h.push({"a", 10, 3});  // extends [0,0] to [0,10]
+    h.push({"a", 17, 4});  // within 10 of both: merges [0,10] and [25,25]
+    auto out = h.commit();
+    ASSERT_EQ(out.deletes.size(), 1u);
+    EXPECT_EQ(out.deletes[0].start, 25);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 26, 25, {"4", "10"}, false}}));
+    EXPECT_EQ(h.agg.stats().sessions_merged, 1);
+}
+
+TEST(Session, ExtendingBackwardsMovesTheRow) {
+    Harness h(WindowSpec::session(10), EmitStrategy::OnWindowUpdate, 1000);
+    h.push({"a", 20, 1});
+    h.commit();
+    h.push({"a", 12, 1});
+    auto out = h.commit();
+    ASSERT_EQ(out.deletes.size(), 1u);
+    EXPECT_EQ(out.deletes[0].start, 20);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 12, 21, 20, {"2", "2"}, false}}));
+}
+
+TEST(Session, ClosedSessionNeverReopens) {
+    // gap 10, grace 0, no out-of-orderness: [0,5] closes once W ≥ 5 + 1 + 10 = 16.
+    Harness h(WindowSpec::session(10));
+    h.push({{"a", 0, 1}, {"a", 5, 1}, {"a", 16, 1}});
+    h.commit();
+    EXPECT_TRUE(h.sink.at({"a", 0}).final);
+    h.push({"a", 12, 1});  // within the gap of [0,5], which is closed: joins [16,16]
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
+    h.push({"a", 3, 1});   // its own [3,3] closed at 14 ≤ 16 and it cannot extend: dropped
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 1);
+    h.commit(1000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 6, 5, {"2", "2"}, true},
+                                          {"a", 12, 17, 16, {"2", "2"}, true}}));
+}
+
+TEST(Session, LateRecordInsideAnOpenSessionCounts) {
+    Harness h(WindowSpec::session(10));
+    h.push({{"a", 0, 1}, {"a", 9, 1}, {"a", 18, 1}, {"a", 27, 1}});  // W = 27, one session
+    h.push({"a", 4, 5});  // its own [4,4] would close at 15 ≤ 27, but [0,27] is open
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
+    h.commit();
+    EXPECT_EQ(h.sink.at({"a", 0}).values, (std::vector<std::string>{"5", "9"}));
+}
+
+TEST(Session, KeysAreIndependent) {
+    Harness h(WindowSpec::session(5), EmitStrategy::OnWindowUpdate, 100);
+    h.push({{"a", 0, 1}, {"b", 3, 1}, {"a", 4, 1}});
+    h.commit(1000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 5, 4, {"2", "2"}, true},
+                                          {"b", 3, 4, 3, {"1", "1"}, true}}));
+}
