@@ -1,0 +1,21 @@
+// The server settings (GUCs) stoatflow defines, and their limits: one place for each.
+// Registered by _PG_init (src/pg/stoatflow.cpp); read anywhere in the PostgreSQL layer.
+#pragma once
+
+namespace stoatflow::pg {
+
+// stoatflow.commit_interval: how often a source's worker commits, in milliseconds (SIGHUP).
+constexpr int kCommitIntervalDefaultMs = 1000;
+constexpr int kCommitIntervalMinMs = 10;
+constexpr int kCommitIntervalMaxMs = 60 * 60 * 1000;
+
+// stoatflow.database: the database the background worker connects to (postmaster start).
+constexpr const char* kDatabaseDefault = "postgres";
+
+extern int commit_interval_ms;
+extern char* database_name;
+
+// Defines the settings above; called once from _PG_init.
+void define_settings();
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,54 @@
+// The module's entry: PG_MODULE_MAGIC, _PG_init (which insists on shared_preload_libraries),
+// the server settings, and stoatflow.version().
+#include "stoatflow/pg/guard.hpp"
+#include "stoatflow/pg/settings.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+
+PG_MODULE_MAGIC;
+
+void _PG_init(void);
+}
+
+#ifndef STOATFLOW_VERSION
+#error "STOATFLOW_VERSION must be defined by the build (Makefile reads stoatflow.control)"
+#endif
+
+namespace stoatflow::pg {
+
+int commit_interval_ms = kCommitIntervalDefaultMs;
+char* database_name = nullptr;
+
+void define_settings() {
+    DefineCustomIntVariable(
+        "stoatflow.commit_interval", "How often a source's worker commits consumed records.",
+        "Window state, sink rows, dead letters and Kafka offsets are written "
+        "in one transaction per interval.",
+        &commit_interval_ms, kCommitIntervalDefaultMs, kCommitIntervalMinMs, kCommitIntervalMaxMs,
+        PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomStringVariable(
+        "stoatflow.database", "Database the stoatflow background worker connects to.", nullptr,
+        &database_name, kDatabaseDefault, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    MarkGUCPrefixReserved("stoatflow");
+}
+
+}  // namespace stoatflow::pg
+
+// Plain C-style code on purpose: no C++ object is alive here, so an ERROR may longjmp through.
+void _PG_init(void) {
+    // The worker is registered here, and static background workers can only be registered
+    // while the postmaster loads shared_preload_libraries. CREATE EXTENSION loads the library
+    // too, so without the preload it fails with this message.
+    if (!process_shared_preload_libraries_in_progress)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("stoatflow must be loaded via shared_preload_libraries"),
+                        errhint("Add stoatflow to shared_preload_libraries in postgresql.conf and "
+                                "restart the server.")));
+
+    stoatflow::pg::define_settings();
+}
+
+STOATFLOW_FUNCTION(stoatflow_version) { return CStringGetTextDatum(STOATFLOW_VERSION); }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the pg_regress suite (sql/, expected/, test/schedule) against the installed extension in a
+# throwaway --temp-instance that preloads stoatflow; as root, pg_regress runs as user postgres.
+# Fails on any test failure and on any crash in the server log ("terminated by signal").
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+PG_CONFIG=${PG_CONFIG:-pg_config}
+bindir=$("$PG_CONFIG" --bindir)
+pg_regress="$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress"
+
+bash test/check_schedule.sh
+
+# pg_regress, initdb and the server need a tree they own: copy the inputs into a scratch dir.
+run_as=()
+tmp_root=${TMPDIR:-/tmp}
+if [ "$(id -u)" -eq 0 ]; then
+    run_as=(runuser -u postgres -- env TMPDIR=/tmp)
+    tmp_root=/tmp
+fi
+work=$(mktemp -d "$tmp_root/stoatflow-regress.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp -r sql expected test/schedule test/pg_regress.conf "$work/"
+if [ "$(id -u)" -eq 0 ]; then
+    chown -R postgres: "$work"
+fi
+
+status=0
+(cd "$work" && "${run_as[@]}" "$pg_regress" \
+    --temp-instance="$work/tmp_check" \
+    --temp-config="$work/pg_regress.conf" \
+    --inputdir="$work" --outputdir="$work" \
+    --bindir="$bindir" \
+    --schedule="$work/schedule" \
+    --encoding=UTF8 --no-locale \
+    ${REGRESS_PORT:+--port="$REGRESS_PORT"}) || status=$?
+
+# Keep the outputs in the repo (ignored by git) for a look after a failure.
+rm -rf results log regression.diffs regression.out
+for f in results log regression.diffs regression.out; do
+    if [ -e "$work/$f" ]; then cp -r "$work/$f" .; fi
+done
+
+server_log="$work/log/postmaster.log"
+if [ ! -f "$server_log" ]; then
+    echo "pg_regress.sh: no server log at $server_log (did the temp instance start?)" >&2
+    cat "$work"/log/*.log 2>/dev/null >&2 || true
+    status=1
+elif grep -n "terminated by signal" "$server_log" >&2; then
+    echo "pg_regress.sh: the server crashed during the tests (see log/postmaster.log)" >&2
+    status=1
+fi
+if [ "$status" -ne 0 ] && [ -f regression.diffs ]; then
+    cat regression.diffs >&2
+fi
+exit "$status"
