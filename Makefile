@@ -10,7 +10,9 @@ DATA = $(wildcard sql/stoatflow--*.sql)
 
 PG_SRCS = $(wildcard src/pg/*.cpp)
 CORE_SRCS = $(wildcard src/core/*.cpp)
-OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o)
+# The Kafka layer linked into the extension (the mock broker is a program of its own).
+KAFKA_SRCS = src/kafka/json_decoder.cpp
+OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o) $(KAFKA_SRCS:.cpp=.o)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -22,12 +24,13 @@ PG_INCLUDEDIR_INTERNAL := $(shell $(PG_CONFIG) --pkgincludedir)/internal
 PG_CPPFLAGS = -Iinclude -isystem $(PG_INCLUDEDIR_SERVER) -isystem $(PG_INCLUDEDIR_INTERNAL) \
 	-DSTOATFLOW_VERSION='"$(EXTVERSION)"'
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -fPIC -MMD -MP
-SHLIB_LINK = -lstdc++ -lrdkafka
+SHLIB_LINK = -lstdc++ -lrdkafka -lsimdjson
 
 # The core is compiled without any PostgreSQL include directory: a core file that reaches for
 # postgres.h fails to build here, not just in review.
 CORE_CPPFLAGS = -Iinclude -D_GNU_SOURCE
 src/core/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
+src/kafka/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 
 # PGXS would also emit LLVM bitcode for JIT inlining, with clang and C flags; not worth it for C++.
 override with_llvm = no

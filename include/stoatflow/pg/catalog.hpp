@@ -1,0 +1,54 @@
+// The catalog as C++ values: a source and its aggregations as declared in the tables of
+// schema stoatflow, loaded through SPI.
+#pragma once
+
+#include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/window_spec.hpp"
+#include "stoatflow/core/windowed_aggregation.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/guard.hpp"
+
+namespace stoatflow::pg {
+
+struct SourceDef {
+    std::int32_t id = 0;
+    std::string name, topic, brokers, format;
+    std::string key_path;         // empty: Kafka message key
+    std::string event_time_path;  // empty: Kafka timestamp
+    core::Millis max_out_of_orderness = 0;
+    core::Millis idle_timeout = 0;  // 0: never idle
+    std::string start_offset;
+    std::vector<std::pair<std::string, std::string>> kafka_options;
+};
+
+struct AggregationDef {
+    std::int32_t id = 0;
+    std::string name;
+    core::WindowSpec spec;
+    std::vector<core::AggSpec> aggregates;
+    core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
+    core::Millis retention = 0;
+    core::Millis segment_interval = 0;
+    Oid sink = InvalidOid;
+    Oid owner = InvalidOid;
+};
+
+core::WindowSpec window_spec_from(const std::string& kind, core::Millis size, core::Millis advance,
+                                  core::Millis grace);
+// Catalog spelling of an aggregate function ('count_star', 'sum', ...) and back.
+const char* agg_fn_catalog_name(core::AggFn fn);
+core::AggFn agg_fn_from_catalog(const std::string& name);
+std::vector<core::AggSpec> parse_aggregates(const std::string& text);
+const char* sql_type_name(core::ColumnType t);
+
+// Loaders (SPI must be connected). Throw Error 42704 when the name is unknown.
+SourceDef load_source(const std::string& name);
+std::optional<SourceDef> load_source_by_id(std::int32_t id);
+std::vector<AggregationDef> load_aggregations(std::int32_t source_id);
+AggregationDef load_aggregation(const std::string& name);
+
+}  // namespace stoatflow::pg

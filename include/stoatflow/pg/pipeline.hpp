@@ -1,0 +1,97 @@
+// One source's pipeline inside PostgreSQL: decode → watermark → every aggregation's window
+// engine (pure C++, per record), and the commit cycle that writes state, sink rows, dead
+// letters and progress in the current transaction (SPI, per commit).
+#pragma once
+
+#include "stoatflow/core/watermark.hpp"
+#include "stoatflow/core/windowed_aggregation.hpp"
+#include "stoatflow/kafka/json_decoder.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/catalog.hpp"
+
+namespace stoatflow::pg {
+
+struct DeadLetter {
+    std::int32_t partition = 0;
+    std::int64_t offset = 0;
+    std::string reason;
+    std::string detail;
+    std::string payload;  // first bytes, made storable as text
+};
+
+// Milliseconds since the epoch ↔ PostgreSQL timestamptz.
+Datum millis_to_timestamptz(core::Millis ms);
+
+// A segment table of one aggregation, as registered in stoatflow.segment.
+struct Segment {
+    core::Millis start = 0;
+    core::Millis span = 0;
+    std::string relname;
+};
+
+class SourcePipeline {
+public:
+    SourcePipeline(SourceDef source, std::vector<AggregationDef> aggregations);
+
+    // Reads committed offsets, the watermark and every aggregation's live windows.
+    void restore();
+
+    // The per-record path: no PostgreSQL call in here.
+    void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
+                 const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now);
+
+    // Writes everything since the last commit into the current transaction.
+    void commit(core::Millis now);
+
+    const SourceDef& source() const { return source_; }
+    core::Watermark& watermark() { return watermark_; }
+    // Next offset to consume per partition (what the commit makes durable).
+    const std::map<std::int32_t, std::int64_t>& next_offsets() const { return next_offsets_; }
+    std::int64_t records_since_commit() const { return records_since_commit_; }
+    std::int64_t dead_letters_since_commit() const { return static_cast<std::int64_t>(dead_.size()); }
+
+    struct Aggregation {
+        AggregationDef def;
+        std::unique_ptr<core::WindowedAggregation> engine;
+        std::vector<int> value_index;  // per aggregate: index into the decoder's values, -1: none
+        std::vector<core::Value> values;
+        std::map<core::Millis, Segment> segments;
+        core::AggregationStats base;   // counters committed before this pipeline started
+        std::int64_t state_rows = 0, state_bytes = 0;
+        std::vector<core::Millis> first_emit_lag;  // scratch
+        std::string upsert_sql, delete_sql;
+    };
+    const std::vector<Aggregation>& aggregations() const { return aggs_; }
+
+private:
+    void write_aggregation(Aggregation& agg, const core::CommitOutput& out, core::Millis now);
+    void write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows);
+    void write_sink(Aggregation& agg, const core::CommitOutput& out);
+    void expire_segments(Aggregation& agg, core::Millis frontier);
+    Segment& segment_for(Aggregation& agg, core::Millis start);
+
+    SourceDef source_;
+    std::vector<Aggregation> aggs_;
+    kafka::JsonDecoder decoder_;
+    kafka::Decoded decoded_;
+    core::Watermark watermark_;
+    std::map<std::int32_t, std::int64_t> next_offsets_;
+    std::vector<DeadLetter> dead_;
+    std::int64_t commit_seq_ = 0;
+    std::int64_t records_since_commit_ = 0;
+};
+
+// Reads the newest version of every window of an aggregation (tombstones included) from
+// its live segment tables, calling f(row) for each.
+void read_window_rows(const AggregationDef& def, const core::AggLayout& layout,
+                      const std::vector<Segment>& segments,
+                      const std::function<void(const core::WindowStateRow&)>& f);
+std::vector<Segment> load_segments(std::int32_t aggregation_id);
+
+}  // namespace stoatflow::pg

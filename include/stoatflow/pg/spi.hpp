@@ -1,0 +1,84 @@
+// SPI from C++: every call runs under pg_call, so a PostgreSQL error becomes a C++
+// exception and unwinds normally. Values cross as Datums; helpers convert the common types.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/guard.hpp"
+
+extern "C" {
+#include "executor/spi.h"
+#include "miscadmin.h"
+}
+
+namespace stoatflow::pg {
+
+struct SpiArg {
+    Oid type;
+    Datum value;
+    bool isnull = false;
+};
+
+SpiArg arg_text(const std::string& s);
+SpiArg arg_int64(std::int64_t v);
+SpiArg arg_int32(std::int32_t v);
+SpiArg arg_null(Oid type);
+
+// Connects for the lifetime of the object; SPI_finish on scope exit when no error is in
+// flight (an error aborts the transaction, which cleans SPI up itself).
+class SpiSession {
+public:
+    SpiSession();
+    ~SpiSession();
+    SpiSession(const SpiSession&) = delete;
+    SpiSession& operator=(const SpiSession&) = delete;
+    void finish();
+
+private:
+    bool open_ = false;
+};
+
+// Runs one statement; returns SPI_processed. Results stay in SPI_tuptable until the next call.
+std::uint64_t spi_exec(const std::string& sql, const std::vector<SpiArg>& args = {});
+// Same, with a plan prepared once per process and cached by its SQL text.
+std::uint64_t spi_exec_cached(const std::string& sql, const std::vector<SpiArg>& args);
+
+// Reading the current SPI_tuptable (row, 1-based column).
+bool spi_isnull(std::uint64_t row, int col);
+std::optional<std::string> spi_text(std::uint64_t row, int col);
+std::optional<std::int64_t> spi_int64(std::uint64_t row, int col);
+std::optional<bool> spi_bool(std::uint64_t row, int col);
+std::optional<std::string> spi_bytea(std::uint64_t row, int col);
+Datum spi_datum(std::uint64_t row, int col, bool* isnull);
+
+// Conversions.
+std::string text_to_string(const text* t);
+std::vector<std::string> text_array_to_vector(ArrayType* a);
+// Builds one-dimensional arrays (palloc'd in the current memory context).
+Datum make_text_array(const std::vector<std::string>& v);
+Datum make_int64_array(const std::vector<std::int64_t>& v);
+// Any element type; nulls may be empty (no NULLs).
+Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls, Oid elemtype);
+
+// Runs f with the current user switched to `role` (sink writes run as the aggregation's
+// owner) and restores the previous user also when f throws.
+template <class F>
+void as_role(Oid role, F&& f) {
+    Oid saved_user;
+    int saved_ctx;
+    GetUserIdAndSecContext(&saved_user, &saved_ctx);
+    SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE);
+    try {
+        f();
+    } catch (...) {
+        SetUserIdAndSecContext(saved_user, saved_ctx);
+        throw;
+    }
+    SetUserIdAndSecContext(saved_user, saved_ctx);
+}
+
+}  // namespace stoatflow::pg

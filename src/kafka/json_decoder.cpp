@@ -1,0 +1,720 @@
+// The JSON record decoder: one simdjson On-Demand pass that validates the whole document and
+// picks the configured fields out of it on the way, then the key, time and value rules.
+#include "stoatflow/kafka/json_decoder.hpp"
+
+#include "stoatflow/core/error.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <system_error>
+
+namespace stoatflow::kafka {
+namespace {
+
+namespace od = simdjson::ondemand;
+using core::Millis;
+using simdjson::error_code;
+
+// At most this many payload bytes are quoted in a detail message.
+constexpr std::size_t kExcerptBytes = 64;
+// Nesting limit: bounds the walk's recursion, and stays below the On-Demand parser's own
+// max_depth (1024), which it asserts on in debug builds but does not check otherwise.
+constexpr int kMaxDepth = 1000;
+
+// What the walk found at one configured path. Absent until the path is seen.
+enum class Seen : std::uint8_t { Absent, Null, Bool, String, Number, Object, Array };
+// How a number reads as C++: exactly as int64, as a (finite) double, or neither.
+enum class NumKind : std::uint8_t { Int, Double, Overflow };
+
+struct Slot {
+    Seen seen = Seen::Absent;
+    bool boolean = false;
+    NumKind num = NumKind::Int;
+    std::int64_t i = 0;
+    double d = 0;
+    // String: the unescaped text (in the parser's string buffer); Number: the token as written.
+    std::string_view text;
+};
+
+// The configured paths as a trie, so one walk serves all of them. Node 0 is the document root.
+struct PathNode {
+    std::string name;
+    int slot = -1;  // index into slots when a configured path ends here
+    std::vector<int> children;
+    bool visited = false;  // seen in this document (a later duplicate member replaces it)
+};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+std::string_view trim_json_ws(std::string_view t) {
+    while (!t.empty() &&
+           (t.back() == ' ' || t.back() == '\t' || t.back() == '\n' || t.back() == '\r'))
+        t.remove_suffix(1);
+    return t;
+}
+
+// RFC 8259 number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+bool json_number(std::string_view t, bool& integer) {
+    std::size_t p = 0, n = t.size();
+    if (p < n && t[p] == '-') ++p;
+    if (p >= n || !is_digit(t[p])) return false;
+    if (t[p] == '0') {
+        ++p;
+    } else {
+        while (p < n && is_digit(t[p])) ++p;
+    }
+    integer = true;
+    if (p < n && t[p] == '.') {
+        integer = false;
+        ++p;
+        if (p >= n || !is_digit(t[p])) return false;
+        while (p < n && is_digit(t[p])) ++p;
+    }
+    if (p < n && (t[p] == 'e' || t[p] == 'E')) {
+        integer = false;
+        ++p;
+        if (p < n && (t[p] == '+' || t[p] == '-')) ++p;
+        if (p >= n || !is_digit(t[p])) return false;
+        while (p < n && is_digit(t[p])) ++p;
+    }
+    return p == n;
+}
+
+// An integer token (grammar already checked) as int64; false if it does not fit.
+bool integer_token_to_int64(std::string_view t, std::int64_t& out) {
+    const bool neg = t.front() == '-';
+    const std::uint64_t limit = neg ? std::uint64_t{1} << 63 : (std::uint64_t{1} << 63) - 1;
+    std::uint64_t v = 0;
+    for (std::size_t p = neg ? 1 : 0; p < t.size(); ++p) {
+        const auto digit = static_cast<std::uint64_t>(t[p] - '0');
+        if (v > (limit - digit) / 10) return false;
+        v = v * 10 + digit;
+    }
+    out = neg ? static_cast<std::int64_t>(~v + 1) : static_cast<std::int64_t>(v);
+    return true;
+}
+
+// A number token (grammar already checked) as the nearest double; false if its magnitude is
+// beyond the double range. Tiny magnitudes become (signed) zero. std::from_chars rounds
+// correctly and ignores the locale; simdjson 3.0.1's On-Demand get_double() misreads some
+// long mantissas (0.577779223372036854775808777 gave 8.48e-09; found by the fuzzer).
+bool token_to_double(std::string_view t, double& out) {
+    double d = 0;
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), d);
+    if (r.ec == std::errc() && r.ptr == t.data() + t.size()) {
+        out = d;
+        return std::isfinite(d);
+    }
+    // Out of range one way or the other: the decimal exponent of the leading significant
+    // digit says which (zero has none, and zero is never out of range).
+    std::int64_t magnitude = 0;
+    bool leading = false, fraction = false;
+    std::size_t p = t.front() == '-' ? 1 : 0;
+    std::int64_t int_digits = 0, frac_zeros = 0;
+    for (; p < t.size() && t[p] != 'e' && t[p] != 'E'; ++p) {
+        if (t[p] == '.') {
+            fraction = true;
+        } else if (!leading && t[p] == '0') {
+            if (fraction) ++frac_zeros;
+        } else {
+            leading = true;
+            if (!fraction) ++int_digits;
+        }
+    }
+    magnitude = int_digits > 0 ? int_digits : -frac_zeros;
+    std::int64_t exponent = 0;
+    bool negative_exponent = false;
+    if (p < t.size()) {
+        ++p;
+        if (t[p] == '+' || t[p] == '-') negative_exponent = t[p++] == '-';
+        for (; p < t.size(); ++p)
+            exponent = std::min<std::int64_t>(exponent * 10 + (t[p] - '0'), 1000000000);
+    }
+    magnitude += negative_exponent ? -exponent : exponent;
+    out = t.front() == '-' ? -0.0 : 0.0;
+    return magnitude <= 0;
+}
+
+// Length of the well-formed UTF-8 sequence at s[0..n), or 0 if it is not one.
+std::size_t utf8_sequence(const unsigned char* s, std::size_t n) {
+    const unsigned c = s[0];
+    if (c < 0x80) return 1;
+    std::size_t len;
+    unsigned lo = 0x80, hi = 0xBF;  // range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0;  // overlong
+        if (c == 0xED) hi = 0x9F;  // surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90;  // overlong
+        if (c == 0xF4) hi = 0x8F;  // beyond U+10FFFF
+    } else {
+        return 0;
+    }
+    if (n < len || s[1] < lo || s[1] > hi) return 0;
+    for (std::size_t k = 2; k < len; ++k)
+        if (s[k] < 0x80 || s[k] > 0xBF) return 0;
+    return len;
+}
+
+// Appends an excerpt of at most kExcerptBytes bytes of s (in quotes unless a number token):
+// valid UTF-8 is kept, quotes and backslashes are escaped, control characters and invalid
+// bytes become \xNN, so the detail is always storable text.
+void append_excerpt(std::string& out, std::string_view s, bool quoted = true) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    const auto* u = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t limit = std::min(s.size(), kExcerptBytes);
+    std::size_t i = 0;
+    if (quoted) out += '"';
+    while (i < limit) {
+        const unsigned char c = u[i];
+        if (c >= 0x20 && c < 0x7F) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        const std::size_t len = c >= 0x80 ? utf8_sequence(u + i, s.size() - i) : 0;
+        if (len != 0) {
+            if (i + len > limit) break;  // do not cut a character in half
+            out.append(s.data() + i, len);
+            i += len;
+        } else {
+            out += "\\x";
+            out += kHex[c >> 4];
+            out += kHex[c & 15];
+            ++i;
+        }
+    }
+    if (quoted) out += '"';
+    if (i < s.size()) out += "...";
+}
+
+const char* kind_name(Seen s) {
+    switch (s) {
+    case Seen::Absent: return "missing";
+    case Seen::Null: return "null";
+    case Seen::Bool: return "a boolean";
+    case Seen::String: return "a string";
+    case Seen::Number: return "a number";
+    case Seen::Object: return "an object";
+    case Seen::Array: return "an array";
+    }
+    return "?";
+}
+
+Seen seen_of(od::json_type t) {
+    switch (t) {
+    case od::json_type::array: return Seen::Array;
+    case od::json_type::object: return Seen::Object;
+    case od::json_type::number: return Seen::Number;
+    case od::json_type::string: return Seen::String;
+    case od::json_type::boolean: return Seen::Bool;
+    case od::json_type::null: return Seen::Null;
+    }
+    return Seen::Absent;
+}
+
+bool is_leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+int days_in_month(std::int64_t y, int m) {
+    static constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && is_leap(y) ? 29 : kDays[m - 1];
+}
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (negative before 1970).
+std::int64_t days_since_epoch(std::int64_t y, int m, int d) {
+    static constexpr int kBeforeMonth[12] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+    auto leap_years_through = [](std::int64_t yr) {
+        return core::floor_div(yr, 4) - core::floor_div(yr, 100) + core::floor_div(yr, 400);
+    };
+    std::int64_t days = 365 * (y - 1970) + leap_years_through(y - 1) - leap_years_through(1969);
+    days += kBeforeMonth[m - 1] + ((m > 2 && is_leap(y)) ? 1 : 0) + (d - 1);
+    return days;
+}
+
+}  // namespace
+
+const char* to_string(DecodeError e) {
+    switch (e) {
+    case DecodeError::None: return "";
+    case DecodeError::InvalidJson: return "invalid_json";
+    case DecodeError::NotAnObject: return "not_an_object";
+    case DecodeError::MissingKey: return "missing_key";
+    case DecodeError::BadKey: return "bad_key";
+    case DecodeError::MissingTime: return "missing_time";
+    case DecodeError::BadTime: return "bad_time";
+    case DecodeError::TimeOutOfRange: return "time_out_of_range";
+    case DecodeError::NonNumericValue: return "non_numeric_value";
+    case DecodeError::InvalidText: return "invalid_text";
+    }
+    return "unknown";
+}
+
+bool parse_iso8601(std::string_view s, Millis& out) {
+    const char* p = s.data();
+    const char* const end = p + s.size();
+    auto number = [&](int width, int& v) {
+        if (end - p < width) return false;
+        v = 0;
+        for (int k = 0; k < width; ++k) {
+            if (!is_digit(p[k])) return false;
+            v = v * 10 + (p[k] - '0');
+        }
+        p += width;
+        return true;
+    };
+    auto literal = [&](char c) {
+        if (p == end || *p != c) return false;
+        ++p;
+        return true;
+    };
+
+    int year, month, day, hour, minute, second;
+    if (!number(4, year) || !literal('-') || !number(2, month) || !literal('-') ||
+        !number(2, day))
+        return false;
+    if (p == end || (*p != 'T' && *p != 't' && *p != ' ')) return false;
+    ++p;
+    if (!number(2, hour) || !literal(':') || !number(2, minute) || !literal(':') ||
+        !number(2, second))
+        return false;
+
+    int millis = 0;
+    if (literal('.')) {
+        int digits = 0;
+        for (; p != end && is_digit(*p); ++p, ++digits) {
+            if (digits == 9) return false;  // finer than nanoseconds: not a time we emit
+            if (digits < 3) millis = millis * 10 + (*p - '0');
+        }
+        if (digits == 0) return false;
+        for (int k = digits; k < 3; ++k) millis *= 10;
+    }
+
+    int offset_minutes = 0;
+    if (p != end) {
+        if (*p == 'Z' || *p == 'z') {
+            ++p;
+        } else if (*p == '+' || *p == '-') {
+            const int sign = *p == '-' ? -1 : 1;
+            ++p;
+            int oh = 0, om = 0;
+            if (!number(2, oh)) return false;
+            if (p != end) {
+                literal(':');
+                if (!number(2, om)) return false;
+            }
+            if (oh > 23 || om > 59) return false;
+            offset_minutes = sign * (oh * 60 + om);
+        } else {
+            return false;
+        }
+    }
+    if (p != end) return false;
+
+    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
+        minute > 59 || second > 60)
+        return false;
+    const std::int64_t seconds = days_since_epoch(year, month, day) * 86400 + hour * 3600 +
+                                 minute * 60 + second - offset_minutes * 60;
+    out = seconds * 1000 + millis;
+    return true;
+}
+
+struct JsonDecoder::Impl {
+    DecoderConfig cfg;
+    std::vector<PathNode> nodes;  // nodes[0]: the document root
+    std::vector<Slot> slots;
+    int key_slot = -1;
+    int time_slot = -1;
+    std::vector<int> value_slots;  // -1: count(*), no field
+
+    od::parser parser;
+    std::unique_ptr<char[]> buf;  // payload copy followed by SIMDJSON_PADDING bytes
+    std::size_t buf_cap = 0;
+    std::string detail;
+
+    explicit Impl(DecoderConfig c) : cfg(std::move(c)) {
+        nodes.emplace_back();
+        key_slot = add_path(cfg.key_path);
+        time_slot = add_path(cfg.time_path);
+        for (const auto& v : cfg.value_paths) value_slots.push_back(add_path(v));
+    }
+
+    // Adds a path to the trie and returns its slot (shared by equal paths); -1 for "".
+    int add_path(const std::string& path) {
+        if (path.empty()) return -1;
+        core::validate_field_path(path);
+        int node = 0;
+        std::size_t start = 0;
+        while (start <= path.size()) {
+            std::size_t dot = path.find('.', start);
+            if (dot == std::string::npos) dot = path.size();
+            const std::string_view name(path.data() + start, dot - start);
+            int child = find_child(node, name);
+            if (child < 0) {
+                child = static_cast<int>(nodes.size());
+                nodes.emplace_back();
+                nodes.back().name = std::string(name);
+                nodes[node].children.push_back(child);
+            }
+            node = child;
+            start = dot + 1;
+        }
+        if (nodes[node].slot < 0) {
+            nodes[node].slot = static_cast<int>(slots.size());
+            slots.emplace_back();
+        }
+        return nodes[node].slot;
+    }
+
+    int find_child(int node, std::string_view name) const {
+        for (int c : nodes[node].children)
+            if (nodes[c].name == name) return c;
+        return -1;
+    }
+
+    // A later duplicate member replaces an earlier one (as in jsonb): forget what the
+    // earlier one's subtree filled in.
+    void forget_below(int node) {
+        for (int c : nodes[node].children) {
+            nodes[c].visited = false;
+            if (nodes[c].slot >= 0) slots[nodes[c].slot] = Slot{};
+            forget_below(c);
+        }
+    }
+
+    Slot* slot_of(int node) {
+        return node >= 0 && nodes[node].slot >= 0 ? &slots[nodes[node].slot] : nullptr;
+    }
+
+    // ---- the walk: validates every value (the On-Demand API only checks what is read) ----
+
+    error_code walk_value(od::value& v, int node, int depth) {
+        od::json_type type;
+        if (auto e = v.type().get(type)) return e;
+        Slot* s = slot_of(node);
+        switch (type) {
+        case od::json_type::object: {
+            if (depth >= kMaxDepth) return simdjson::DEPTH_ERROR;
+            od::object o;
+            if (auto e = v.get_object().get(o)) return e;
+            if (s) s->seen = Seen::Object;
+            return walk_object(o, node, depth + 1);
+        }
+        case od::json_type::array: {
+            if (depth >= kMaxDepth) return simdjson::DEPTH_ERROR;
+            od::array a;
+            if (auto e = v.get_array().get(a)) return e;
+            if (s) s->seen = Seen::Array;
+            return walk_array(a, depth + 1);
+        }
+        case od::json_type::string: {
+            std::string_view str;
+            if (auto e = v.get_string().get(str)) return e;
+            if (s) {
+                s->seen = Seen::String;
+                s->text = str;
+            }
+            return simdjson::SUCCESS;
+        }
+        case od::json_type::number: {
+            const std::string_view tok = trim_json_ws(v.raw_json_token());
+            bool integer = false;
+            if (!json_number(tok, integer)) return simdjson::NUMBER_ERROR;
+            if (s) {
+                s->seen = Seen::Number;
+                s->text = tok;
+                if (integer && integer_token_to_int64(tok, s->i)) {
+                    s->num = NumKind::Int;
+                } else {
+                    s->num = token_to_double(tok, s->d) ? NumKind::Double : NumKind::Overflow;
+                }
+            }
+            return simdjson::SUCCESS;
+        }
+        case od::json_type::boolean: {
+            const std::string_view tok = trim_json_ws(v.raw_json_token());
+            if (tok != "true" && tok != "false") return simdjson::T_ATOM_ERROR;
+            if (s) {
+                s->seen = Seen::Bool;
+                s->boolean = tok == "true";
+            }
+            return simdjson::SUCCESS;
+        }
+        case od::json_type::null: {
+            if (trim_json_ws(v.raw_json_token()) != "null") return simdjson::N_ATOM_ERROR;
+            if (s) s->seen = Seen::Null;
+            return simdjson::SUCCESS;
+        }
+        }
+        return simdjson::TAPE_ERROR;
+    }
+
+    error_code walk_object(od::object& o, int node, int depth) {
+        const bool wanted = node >= 0 && !nodes[node].children.empty();
+        for (auto member : o) {
+            od::field f;
+            if (auto e = std::move(member).get(f)) return e;
+            std::string_view name;
+            if (auto e = f.unescaped_key().get(name)) return e;  // also checks its escapes
+            int child = wanted ? find_child(node, name) : -1;
+            if (child >= 0) {
+                if (nodes[child].visited) forget_below(child);
+                nodes[child].visited = true;
+            }
+            if (auto e = walk_value(f.value(), child, depth)) return e;
+        }
+        return simdjson::SUCCESS;
+    }
+
+    error_code walk_array(od::array& a, int depth) {
+        for (auto element : a) {
+            od::value v;
+            if (auto e = std::move(element).get(v)) return e;
+            if (auto e = walk_value(v, -1, depth)) return e;
+        }
+        return simdjson::SUCCESS;
+    }
+
+    // A scalar document: valid JSON, but not an object. Checks it the same way as above.
+    error_code check_scalar_document(od::document& doc, od::json_type type, std::size_t len) {
+        std::string_view raw;
+        if (auto e = doc.raw_json_token().get(raw)) return e;
+        if (raw.data() + raw.size() != buf.get() + len) return simdjson::TRAILING_CONTENT;
+        const std::string_view tok = trim_json_ws(raw);
+        bool integer = false;
+        switch (type) {
+        case od::json_type::string: {
+            std::string_view str;
+            return doc.get_string().get(str);
+        }
+        case od::json_type::number:
+            return json_number(tok, integer) ? simdjson::SUCCESS : simdjson::NUMBER_ERROR;
+        case od::json_type::boolean:
+            return tok == "true" || tok == "false" ? simdjson::SUCCESS : simdjson::T_ATOM_ERROR;
+        case od::json_type::null:
+            return tok == "null" ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+        default: return simdjson::TAPE_ERROR;
+        }
+    }
+
+    DecodeError invalid_json(error_code e) {
+        detail = "invalid JSON: ";
+        detail += simdjson::error_message(e);
+        return DecodeError::InvalidJson;
+    }
+
+    DecodeError field_error(DecodeError e, const std::string& path, const char* what) {
+        detail = "field \"";
+        detail += path;
+        detail += "\" is ";
+        detail += what;
+        return e;
+    }
+
+    // Parses the payload and fills the slots.
+    DecodeError parse(const char* payload, std::size_t len) {
+        for (auto& n : nodes) n.visited = false;
+        for (auto& s : slots) s = Slot{};
+        if (payload == nullptr || len == 0) {
+            detail = "invalid JSON: the payload is empty";
+            return DecodeError::InvalidJson;
+        }
+        const std::size_t need = len + simdjson::SIMDJSON_PADDING;
+        if (need > buf_cap) {
+            const std::size_t cap = std::max({need, buf_cap * 2, std::size_t{4096}});
+            buf = std::make_unique<char[]>(cap);
+            buf_cap = cap;
+        }
+        std::memcpy(buf.get(), payload, len);
+        std::memset(buf.get() + len, 0, simdjson::SIMDJSON_PADDING);
+
+        od::document doc;
+        if (auto e = parser.iterate(buf.get(), len, buf_cap).get(doc)) return invalid_json(e);
+        od::json_type type;
+        if (auto e = doc.type().get(type)) return invalid_json(e);
+        error_code e = simdjson::SUCCESS;
+        if (type == od::json_type::object) {
+            od::object o;
+            e = doc.get_object().get(o);
+            if (!e) e = walk_object(o, 0, 1);
+        } else if (type == od::json_type::array) {
+            od::array a;
+            e = doc.get_array().get(a);
+            if (!e) e = walk_array(a, 1);
+        } else {
+            e = check_scalar_document(doc, type, len);
+        }
+        if (!e && (type == od::json_type::object || type == od::json_type::array)) {
+            // Nothing may follow the root container.
+            const error_code at = doc.current_location().error();
+            if (at != simdjson::OUT_OF_BOUNDS) e = simdjson::TRAILING_CONTENT;
+        }
+        if (e) return invalid_json(e);
+        if (type != od::json_type::object) {
+            detail = "the payload is ";
+            detail += kind_name(seen_of(type));
+            detail += ", not a JSON object";
+            return DecodeError::NotAnObject;
+        }
+        return DecodeError::None;
+    }
+
+    DecodeError check_key_text(std::string_view text) {
+        if (std::memchr(text.data(), '\0', text.size()) != nullptr) {
+            detail = "the key contains a NUL byte: ";
+            append_excerpt(detail, text);
+            return DecodeError::InvalidText;
+        }
+        if (!simdjson::validate_utf8(text.data(), text.size())) {
+            detail = "the key is not valid UTF-8: ";
+            append_excerpt(detail, text);
+            return DecodeError::InvalidText;
+        }
+        return DecodeError::None;
+    }
+
+    DecodeError take_key(const char* key, std::size_t key_len, std::string& out) {
+        std::string_view text;
+        if (key_slot < 0) {
+            if (key == nullptr) {
+                detail = "the Kafka message has no key";
+                return DecodeError::MissingKey;
+            }
+            text = std::string_view(key, key_len);
+        } else {
+            const Slot& s = slots[key_slot];
+            switch (s.seen) {
+            case Seen::Absent:
+            case Seen::Null:
+                return field_error(DecodeError::MissingKey, cfg.key_path, kind_name(s.seen));
+            case Seen::Object:
+            case Seen::Array:
+                return field_error(DecodeError::BadKey, cfg.key_path, kind_name(s.seen));
+            case Seen::Bool: text = s.boolean ? "true" : "false"; break;
+            case Seen::String:
+            case Seen::Number: text = s.text; break;
+            }
+        }
+        if (auto e = check_key_text(text); e != DecodeError::None) return e;
+        out.assign(text.data(), text.size());
+        return DecodeError::None;
+    }
+
+    static bool in_event_time_range(Millis t) {
+        return t >= core::kMinEventTime && t <= core::kMaxEventTime;
+    }
+
+    DecodeError take_time(Millis kafka_ts, Millis& out) {
+        static constexpr const char* kRange =
+            " is outside the event time range 0001-01-01 .. 9999-12-31 (UTC)";
+        if (time_slot < 0) {
+            if (kafka_ts == core::kNoTime) {
+                detail = "the Kafka message has no timestamp";
+                return DecodeError::MissingTime;
+            }
+            if (!in_event_time_range(kafka_ts)) {
+                detail = "the Kafka timestamp " + std::to_string(kafka_ts) + " ms" + kRange;
+                return DecodeError::TimeOutOfRange;
+            }
+            out = kafka_ts;
+            return DecodeError::None;
+        }
+        const Slot& s = slots[time_slot];
+        const std::string& path = cfg.time_path;
+        bool in_range = false;
+        switch (s.seen) {
+        case Seen::Absent:
+        case Seen::Null: return field_error(DecodeError::MissingTime, path, kind_name(s.seen));
+        case Seen::Bool:
+        case Seen::Object:
+        case Seen::Array: return field_error(DecodeError::BadTime, path, kind_name(s.seen));
+        case Seen::String:
+            if (!parse_iso8601(s.text, out)) {
+                field_error(DecodeError::BadTime, path, "not an ISO-8601 time: ");
+                append_excerpt(detail, s.text);
+                return DecodeError::BadTime;
+            }
+            in_range = in_event_time_range(out);
+            break;
+        case Seen::Number:
+            if (s.num == NumKind::Int) {
+                out = s.i;
+                in_range = in_event_time_range(out);
+            } else if (s.num == NumKind::Double) {
+                // Epoch milliseconds with a fraction: floor to the millisecond. Compared as
+                // doubles first, so the conversion to int64 is always defined.
+                const double f = std::floor(s.d);
+                in_range = f >= static_cast<double>(core::kMinEventTime) &&
+                           f <= static_cast<double>(core::kMaxEventTime);
+                if (in_range) out = static_cast<Millis>(f);
+            }
+            break;
+        }
+        if (!in_range) {
+            detail = "field \"" + path + "\" = ";
+            append_excerpt(detail, s.text, s.seen == Seen::String);
+            detail += kRange;
+            return DecodeError::TimeOutOfRange;
+        }
+        return DecodeError::None;
+    }
+
+    DecodeError take_values(std::vector<core::Value>& out) {
+        out.resize(value_slots.size());
+        for (std::size_t i = 0; i < value_slots.size(); ++i) {
+            out[i] = core::Value::missing();
+            if (value_slots[i] < 0) continue;
+            const Slot& s = slots[value_slots[i]];
+            switch (s.seen) {
+            case Seen::Absent:
+            case Seen::Null: break;
+            case Seen::Number:
+                if (s.num == NumKind::Int) {
+                    out[i] = core::Value::of_int(s.i);
+                } else if (s.num == NumKind::Double) {
+                    out[i] = core::Value::of_double(s.d);
+                } else {
+                    field_error(DecodeError::NonNumericValue, cfg.value_paths[i], "");
+                    append_excerpt(detail, s.text, false);
+                    detail += ", beyond the double precision range";
+                    return DecodeError::NonNumericValue;
+                }
+                break;
+            default:
+                return field_error(DecodeError::NonNumericValue, cfg.value_paths[i],
+                                   kind_name(s.seen));
+            }
+        }
+        return DecodeError::None;
+    }
+};
+
+JsonDecoder::JsonDecoder(DecoderConfig cfg) : impl_(std::make_unique<Impl>(std::move(cfg))) {}
+JsonDecoder::~JsonDecoder() = default;
+JsonDecoder::JsonDecoder(JsonDecoder&&) noexcept = default;
+JsonDecoder& JsonDecoder::operator=(JsonDecoder&&) noexcept = default;
+
+const std::string& JsonDecoder::detail() const { return impl_->detail; }
+
+DecodeError JsonDecoder::decode(const char* payload, std::size_t len, const char* key,
+                                std::size_t key_len, core::Millis kafka_ts, Decoded& out) {
+    Impl& d = *impl_;
+    d.detail.clear();
+    DecodeError e = d.parse(payload, len);
+    if (e == DecodeError::None) e = d.take_key(key, key_len, out.key);
+    if (e == DecodeError::None) e = d.take_time(kafka_ts, out.time);
+    if (e == DecodeError::None) e = d.take_values(out.values);
+    return e;
+}
+
+}  // namespace stoatflow::kafka

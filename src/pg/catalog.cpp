@@ -1,0 +1,115 @@
+// Loading sources and aggregations from the catalog tables into C++ definitions.
+#include "stoatflow/core/error.hpp"
+
+#include <string>
+
+#include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/spi.hpp"
+
+namespace stoatflow::pg {
+
+core::WindowSpec window_spec_from(const std::string& kind, core::Millis size, core::Millis advance,
+                                  core::Millis grace) {
+    if (kind == "tumbling") return core::WindowSpec::tumbling(size, grace);
+    if (kind == "hopping") return core::WindowSpec::hopping(size, advance, grace);
+    if (kind == "sliding") return core::WindowSpec::sliding(size, grace);
+    if (kind == "session") return core::WindowSpec::session(size, grace);
+    throw Error(sqlstate::kInvalidParameterValue, "unknown window kind \"" + kind + "\"",
+                "Build windows with stoatflow.tumbling(), hopping(), sliding() or session().");
+}
+
+const char* agg_fn_catalog_name(core::AggFn fn) {
+    return fn == core::AggFn::CountStar ? "count_star" : core::to_string(fn);
+}
+
+core::AggFn agg_fn_from_catalog(const std::string& name) {
+    if (name == "count_star") return core::AggFn::CountStar;
+    return core::agg_fn_from_name(name);
+}
+
+namespace {
+const char* kSourceColumns =
+    "SELECT source_id, source_name, topic, brokers, format, coalesce(key_path, ''), "
+    "coalesce(event_time_path, ''), max_out_of_orderness_ms, coalesce(idle_timeout_ms, 0), "
+    "start_offset, "
+    "(SELECT array_agg(k ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)), "
+    "(SELECT array_agg(v #>> '{}' ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)) "
+    "FROM stoatflow.source ";
+
+SourceDef source_from_row(std::uint64_t r) {
+    SourceDef s;
+    s.id = static_cast<std::int32_t>(*spi_int64(r, 1));
+    s.name = *spi_text(r, 2);
+    s.topic = *spi_text(r, 3);
+    s.brokers = *spi_text(r, 4);
+    s.format = *spi_text(r, 5);
+    s.key_path = *spi_text(r, 6);
+    s.event_time_path = *spi_text(r, 7);
+    s.max_out_of_orderness = *spi_int64(r, 8);
+    s.idle_timeout = *spi_int64(r, 9);
+    s.start_offset = *spi_text(r, 10);
+    bool null_names, null_values;
+    Datum names = spi_datum(r, 11, &null_names);
+    Datum values = spi_datum(r, 12, &null_values);
+    if (!null_names && !null_values) {
+        auto n = text_array_to_vector(DatumGetArrayTypeP(names));
+        auto v = text_array_to_vector(DatumGetArrayTypeP(values));
+        for (std::size_t i = 0; i < n.size() && i < v.size(); ++i) s.kafka_options.emplace_back(n[i], v[i]);
+    }
+    return s;
+}
+
+const char* kAggregationColumns =
+    "SELECT aggregation_id, aggregation_name, kind, size_ms, advance_ms, grace_ms, agg_functions, "
+    "agg_fields, agg_columns, emit, retention_ms, segment_interval_ms, sink::oid, owner::oid "
+    "FROM stoatflow.aggregation ";
+
+AggregationDef aggregation_from_row(std::uint64_t r) {
+    AggregationDef a;
+    a.id = static_cast<std::int32_t>(*spi_int64(r, 1));
+    a.name = *spi_text(r, 2);
+    a.spec = window_spec_from(*spi_text(r, 3), *spi_int64(r, 4), *spi_int64(r, 5), *spi_int64(r, 6));
+    bool isnull;
+    auto fns = text_array_to_vector(DatumGetArrayTypeP(spi_datum(r, 7, &isnull)));
+    auto fields = text_array_to_vector(DatumGetArrayTypeP(spi_datum(r, 8, &isnull)));
+    auto columns = text_array_to_vector(DatumGetArrayTypeP(spi_datum(r, 9, &isnull)));
+    for (std::size_t i = 0; i < fns.size(); ++i)
+        a.aggregates.push_back({agg_fn_from_catalog(fns[i]), fields.at(i), columns.at(i)});
+    a.emit = core::emit_strategy_from_name(*spi_text(r, 10));
+    a.retention = *spi_int64(r, 11);
+    a.segment_interval = *spi_int64(r, 12);
+    a.sink = static_cast<Oid>(*spi_int64(r, 13));
+    a.owner = static_cast<Oid>(*spi_int64(r, 14));
+    return a;
+}
+}  // namespace
+
+SourceDef load_source(const std::string& name) {
+    if (spi_exec(std::string(kSourceColumns) + "WHERE source_name = $1", {arg_text(name)}) == 0)
+        throw Error("42704", "source \"" + name + "\" does not exist",
+                    "Create it with stoatflow.create_source().");
+    return source_from_row(0);
+}
+
+std::optional<SourceDef> load_source_by_id(std::int32_t id) {
+    if (spi_exec(std::string(kSourceColumns) + "WHERE source_id = $1", {arg_int32(id)}) == 0)
+        return std::nullopt;
+    return source_from_row(0);
+}
+
+std::vector<AggregationDef> load_aggregations(std::int32_t source_id) {
+    const auto n = spi_exec(std::string(kAggregationColumns) +
+                                "WHERE source_id = $1 ORDER BY aggregation_id",
+                            {arg_int32(source_id)});
+    std::vector<AggregationDef> out;
+    for (std::uint64_t r = 0; r < n; ++r) out.push_back(aggregation_from_row(r));
+    return out;
+}
+
+AggregationDef load_aggregation(const std::string& name) {
+    if (spi_exec(std::string(kAggregationColumns) + "WHERE aggregation_name = $1", {arg_text(name)}) == 0)
+        throw Error("42704", "aggregation \"" + name + "\" does not exist");
+    return aggregation_from_row(0);
+}
+
+}  // namespace stoatflow::pg

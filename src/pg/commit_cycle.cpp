@@ -1,0 +1,293 @@
+// The commit cycle: everything one commit must make durable, written in the current
+// transaction — changed window state (bulk, into segment tables), sink deletes and
+// upserts (as the aggregation's owner), segment expiry, dead letters and progress.
+#include "stoatflow/core/error.hpp"
+#include "stoatflow/core/segment_layout.hpp"
+
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/text.hpp"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+}
+
+namespace stoatflow::pg {
+
+namespace {
+
+std::string segment_relname(std::int32_t agg_id, core::Millis start) {
+    return "a" + std::to_string(agg_id) + "_" + (start < 0 ? "m" + std::to_string(-start) : std::to_string(start));
+}
+
+Datum bytes_datum(const std::string& s) {
+    return PointerGetDatum(pg_call([&] {
+        bytea* b = static_cast<bytea*>(palloc(VARHDRSZ + s.size()));
+        SET_VARSIZE(b, VARHDRSZ + s.size());
+        memcpy(VARDATA(b), s.data(), s.size());
+        return b;
+    }));
+}
+
+Datum text_datum(const std::string& s) {
+    return PointerGetDatum(
+        pg_call([&] { return cstring_to_text_with_len(s.data(), static_cast<int>(s.size())); }));
+}
+
+// A sink column value for aggregate i of a window, as a Datum of the column's SQL type.
+Datum column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell, bool* isnull) {
+    *isnull = false;
+    switch (core::column_type(layout.specs()[i].fn)) {
+    case core::ColumnType::BigInt: return Int64GetDatum(*layout.as_bigint(i, cell));
+    case core::ColumnType::Double: {
+        const auto d = layout.as_double(i, cell);
+        if (!d) {
+            *isnull = true;
+            return (Datum)0;
+        }
+        return Float8GetDatum(*d);
+    }
+    case core::ColumnType::Numeric: {
+        const auto t = layout.as_numeric_text(i, cell);
+        if (!t) {
+            *isnull = true;
+            return (Datum)0;
+        }
+        const char* s = t->c_str();
+        return pg_call([&] {
+            return DirectFunctionCall3(numeric_in, CStringGetDatum(s), ObjectIdGetDatum(InvalidOid),
+                                       Int32GetDatum(-1));
+        });
+    }
+    }
+    *isnull = true;
+    return (Datum)0;
+}
+
+Oid column_oid(core::ColumnType t) {
+    switch (t) {
+    case core::ColumnType::BigInt: return INT8OID;
+    case core::ColumnType::Double: return FLOAT8OID;
+    case core::ColumnType::Numeric: return NUMERICOID;
+    }
+    return TEXTOID;
+}
+
+}  // namespace
+
+Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell, bool* isnull) {
+    return column_value(layout, i, cell, isnull);
+}
+
+Segment& SourcePipeline::segment_for(Aggregation& agg, core::Millis start) {
+    auto it = agg.segments.find(start);
+    if (it != agg.segments.end()) return it->second;
+    Segment seg{start, agg.def.segment_interval, segment_relname(agg.def.id, start)};
+    // Index-free append-only log of window versions, tagged with the commit that wrote them.
+    spi_exec("CREATE TABLE stoatflow_state." + quote_ident(seg.relname) +
+             " (key text NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL, "
+             "event_time bigint NOT NULL, state bytea, removed boolean NOT NULL, "
+             "commit_seq bigint NOT NULL)");
+    spi_exec("INSERT INTO stoatflow.segment (aggregation_id, segment_start, span_ms, relname) "
+             "VALUES ($1, $2, $3, $4)",
+             {arg_int32(agg.def.id), arg_int64(seg.start), arg_int64(seg.span), arg_text(seg.relname)});
+    return agg.segments.emplace(start, seg).first->second;
+}
+
+void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows) {
+    if (rows.empty()) return;
+    // Group by segment: one multi-row INSERT per segment table.
+    std::map<core::Millis, std::vector<const core::WindowStateRow*>> by_segment;
+    for (const auto& r : rows) by_segment[r.segment].push_back(&r);
+    std::string bytes;
+    for (const auto& [seg_start, group] : by_segment) {
+        Segment& seg = segment_for(agg, seg_start);
+        std::vector<Datum> keys, states;
+        std::vector<std::int64_t> starts, ends, times;
+        std::vector<Datum> removed;
+        std::vector<bool> state_nulls;
+        for (const auto* r : group) {
+            keys.push_back(text_datum(r->key));
+            starts.push_back(r->start);
+            ends.push_back(r->end);
+            times.push_back(r->event_time);
+            removed.push_back(BoolGetDatum(r->removed));
+            if (r->removed) {
+                states.push_back((Datum)0);
+                state_nulls.push_back(true);
+            } else {
+                bytes.clear();
+                agg.engine->layout().serialize(r->cells.data(), bytes);
+                agg.state_bytes += static_cast<std::int64_t>(bytes.size());
+                states.push_back(bytes_datum(bytes));
+                state_nulls.push_back(false);
+            }
+        }
+        spi_exec("INSERT INTO stoatflow_state." + quote_ident(seg.relname) +
+                     " SELECT k, s, e, t, st, r, $7 FROM unnest($1, $2, $3, $4, $5, $6) AS u(k, s, e, t, st, r)",
+                 {{TEXTARRAYOID, make_array(keys, {}, TEXTOID)},
+                  {INT8ARRAYOID, make_int64_array(starts)},
+                  {INT8ARRAYOID, make_int64_array(ends)},
+                  {INT8ARRAYOID, make_int64_array(times)},
+                  {BYTEAARRAYOID, make_array(states, state_nulls, BYTEAOID)},
+                  {BOOLARRAYOID, make_array(removed, {}, BOOLOID)},
+                  arg_int64(commit_seq_)});
+        spi_exec("UPDATE stoatflow.segment SET rows_written = rows_written + $3 "
+                 "WHERE aggregation_id = $1 AND segment_start = $2",
+                 {arg_int32(agg.def.id), arg_int64(seg.start), arg_int64(static_cast<std::int64_t>(group.size()))});
+        agg.state_rows += static_cast<std::int64_t>(group.size());
+    }
+}
+
+void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out) {
+    if (out.deletes.empty() && out.upserts.empty()) return;
+    spi_exec("SELECT $1::oid::regclass::text", {{OIDOID, ObjectIdGetDatum(agg.def.sink)}});
+    const std::string sink = *spi_text(0, 1);
+    const auto& layout = agg.engine->layout();
+    as_role(agg.def.owner, [&] {
+        if (!out.deletes.empty()) {
+            std::vector<Datum> keys, starts;
+            for (const auto& d : out.deletes) {
+                keys.push_back(text_datum(d.key));
+                starts.push_back(millis_to_timestamptz(d.start));
+            }
+            spi_exec("DELETE FROM " + sink + " WHERE (key, window_start) IN "
+                     "(SELECT * FROM unnest($1::text[], $2::timestamptz[]))",
+                     {{TEXTARRAYOID, make_array(keys, {}, TEXTOID)},
+                      {TIMESTAMPTZARRAYOID, make_array(starts, {}, TIMESTAMPTZOID)}});
+        }
+        if (out.upserts.empty()) return;
+        const std::size_t naggs = layout.size();
+        std::vector<Datum> keys, starts, ends, times, finals;
+        std::vector<std::vector<Datum>> cols(naggs);
+        std::vector<std::vector<bool>> nulls(naggs);
+        for (const auto& u : out.upserts) {
+            keys.push_back(text_datum(u.key));
+            starts.push_back(millis_to_timestamptz(u.start));
+            ends.push_back(millis_to_timestamptz(u.end));
+            times.push_back(millis_to_timestamptz(u.event_time));
+            finals.push_back(BoolGetDatum(u.final));
+            for (std::size_t i = 0; i < naggs; ++i) {
+                bool isnull;
+                cols[i].push_back(column_value(layout, i, u.cells[i], &isnull));
+                nulls[i].push_back(isnull);
+            }
+        }
+        std::string names = "key, window_start, window_end", sources = "$1, $2, $3", updates =
+            "window_end = EXCLUDED.window_end";
+        std::vector<SpiArg> args = {{TEXTARRAYOID, make_array(keys, {}, TEXTOID)},
+                                    {TIMESTAMPTZARRAYOID, make_array(starts, {}, TIMESTAMPTZOID)},
+                                    {TIMESTAMPTZARRAYOID, make_array(ends, {}, TIMESTAMPTZOID)}};
+        for (std::size_t i = 0; i < naggs; ++i) {
+            const auto& spec = layout.specs()[i];
+            const Oid elem = column_oid(core::column_type(spec.fn));
+            const Oid array = pg_call([&] { return get_array_type(elem); });
+            args.push_back({array, make_array(cols[i], nulls[i], elem)});
+            const std::string col = quote_ident(spec.column);
+            names += ", " + col;
+            sources += ", $" + std::to_string(args.size());
+            updates += ", " + col + " = EXCLUDED." + col;
+        }
+        args.push_back({TIMESTAMPTZARRAYOID, make_array(times, {}, TIMESTAMPTZOID)});
+        args.push_back({BOOLARRAYOID, make_array(finals, {}, BOOLOID)});
+        names += ", event_time, final";
+        sources += ", $" + std::to_string(args.size() - 1) + ", $" + std::to_string(args.size());
+        updates += ", event_time = EXCLUDED.event_time, final = EXCLUDED.final";
+        spi_exec("INSERT INTO " + sink + " AS t (" + names + ") SELECT * FROM unnest(" + sources +
+                     ") ON CONFLICT (key, window_start) DO UPDATE SET " + updates,
+                 args);
+    });
+}
+
+void SourcePipeline::expire_segments(Aggregation& agg, core::Millis frontier) {
+    // Whole-segment drops only; sink tables are never touched by expiry.
+    for (auto it = agg.segments.begin(); it != agg.segments.end();) {
+        const Segment& s = it->second;
+        if (!core::SegmentLayout::expired(s.start, s.span, frontier, agg.def.retention)) break;
+        spi_exec("DROP TABLE IF EXISTS stoatflow_state." + quote_ident(s.relname));
+        spi_exec("DELETE FROM stoatflow.segment WHERE aggregation_id = $1 AND segment_start = $2",
+                 {arg_int32(agg.def.id), arg_int64(s.start)});
+        it = agg.segments.erase(it);
+    }
+}
+
+void SourcePipeline::write_aggregation(Aggregation& agg, const core::CommitOutput& out, core::Millis now) {
+    write_state(agg, out.state);
+    write_sink(agg, out);
+    // Everything closed by W was emitted in this same commit, so the emit frontier is W under
+    // both strategies; expiry runs behind it.
+    const core::Millis frontier = watermark_.current();
+    expire_segments(agg, frontier);
+    const auto& st = agg.engine->stats();
+    (void)now;
+    spi_exec(
+        "UPDATE stoatflow.aggregation_progress SET emit_frontier_ms = $2, records_in = $3, "
+        "dropped_late_window = $4, dropped_late_session = $5, windows_emitted = $6, "
+        "windows_reemitted = $7, sessions_merged = $8, state_rows_written = $9, "
+        "state_bytes_written = $10, open_windows = $11, keys_with_open_windows = $12, "
+        "last_commit_at = now(), last_error = NULL WHERE aggregation_id = $1",
+        {arg_int32(agg.def.id), frontier == core::kNoTime ? arg_null(INT8OID) : arg_int64(frontier),
+         arg_int64(agg.base.records_in + st.records_in),
+         arg_int64(agg.base.dropped_late_window + st.dropped_late_window),
+         arg_int64(agg.base.dropped_late_session + st.dropped_late_session),
+         arg_int64(agg.base.windows_emitted + st.windows_emitted),
+         arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
+         arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
+         arg_int64(agg.state_bytes), arg_int64(static_cast<std::int64_t>(agg.engine->open_windows())),
+         arg_int64(static_cast<std::int64_t>(agg.engine->keys_with_open_windows()))});
+}
+
+void SourcePipeline::commit(core::Millis now) {
+    ++commit_seq_;
+    const core::Millis w = watermark_.current();
+    for (auto& a : aggs_) {
+        core::CommitOutput out;
+        a.engine->flush(w, out);
+        write_aggregation(a, out, now);
+    }
+    if (!dead_.empty()) {
+        std::vector<Datum> parts, offsets, reasons, details, payloads;
+        for (const auto& d : dead_) {
+            parts.push_back(Int32GetDatum(d.partition));
+            offsets.push_back(Int64GetDatum(d.offset));
+            reasons.push_back(text_datum(d.reason));
+            details.push_back(text_datum(storable_text(d.detail.data(), d.detail.size(), 512)));
+            payloads.push_back(text_datum(d.payload));
+        }
+        spi_exec("INSERT INTO stoatflow.dead_letters (source_name, partition, \"offset\", reason, detail, payload) "
+                 "SELECT $1, p, o, r, d, y FROM unnest($2, $3, $4, $5, $6) AS u(p, o, r, d, y)",
+                 {arg_text(source_.name), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+                  {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
+                  {TEXTARRAYOID, make_array(reasons, {}, TEXTOID)},
+                  {TEXTARRAYOID, make_array(details, {}, TEXTOID)},
+                  {TEXTARRAYOID, make_array(payloads, {}, TEXTOID)}});
+        dead_.clear();
+    }
+    spi_exec("INSERT INTO stoatflow.source_progress (source_id, watermark_ms, watermark_state, commit_seq, committed_at) "
+             "VALUES ($1, $2, $3, $4, now()) ON CONFLICT (source_id) DO UPDATE SET "
+             "watermark_ms = EXCLUDED.watermark_ms, watermark_state = EXCLUDED.watermark_state, "
+             "commit_seq = EXCLUDED.commit_seq, committed_at = EXCLUDED.committed_at",
+             {arg_int32(source_.id), w == core::kNoTime ? arg_null(INT8OID) : arg_int64(w),
+              arg_text(watermark_.serialize()), arg_int64(commit_seq_)});
+    if (!next_offsets_.empty()) {
+        std::vector<Datum> parts, offsets;
+        for (const auto& [p, o] : next_offsets_) {
+            parts.push_back(Int32GetDatum(p));
+            offsets.push_back(Int64GetDatum(o));
+        }
+        spi_exec("INSERT INTO stoatflow.partition_offset (source_id, partition, next_offset) "
+                 "SELECT $1, p, o FROM unnest($2, $3) AS u(p, o) "
+                 "ON CONFLICT (source_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset",
+                 {arg_int32(source_.id), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+                  {INT8ARRAYOID, make_array(offsets, {}, INT8OID)}});
+    }
+    records_since_commit_ = 0;
+}
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,149 @@
+// A source's pipeline: decode → watermark → window engines per record (pure C++), and
+// restore from the committed state tables.
+#include "stoatflow/core/error.hpp"
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/text.hpp"
+
+extern "C" {
+#include "utils/timestamp.h"
+}
+
+namespace stoatflow::pg {
+
+namespace {
+constexpr core::Millis kPgEpochMs = 946684800000LL;  // 2000-01-01 in Unix milliseconds
+
+kafka::DecoderConfig decoder_config(const SourceDef& src, const std::vector<AggregationDef>& aggs) {
+    kafka::DecoderConfig cfg;
+    cfg.key_path = src.key_path;
+    cfg.time_path = src.event_time_path;
+    std::set<std::string> seen;
+    for (const auto& a : aggs)
+        for (const auto& s : a.aggregates)
+            if (!s.field.empty() && seen.insert(s.field).second) cfg.value_paths.push_back(s.field);
+    return cfg;
+}
+}  // namespace
+
+Datum millis_to_timestamptz(core::Millis ms) { return TimestampTzGetDatum((ms - kPgEpochMs) * 1000); }
+
+SourcePipeline::SourcePipeline(SourceDef source, std::vector<AggregationDef> aggregations)
+    : source_(std::move(source)), decoder_(decoder_config(source_, aggregations)),
+      watermark_(source_.max_out_of_orderness, source_.idle_timeout) {
+    const auto cfg = decoder_config(source_, aggregations);
+    for (auto& def : aggregations) {
+        Aggregation a;
+        a.engine = std::make_unique<core::WindowedAggregation>(def.spec, def.aggregates, def.emit,
+                                                               def.retention);
+        for (const auto& s : def.aggregates) {
+            int idx = -1;
+            for (std::size_t i = 0; i < cfg.value_paths.size(); ++i)
+                if (cfg.value_paths[i] == s.field) idx = static_cast<int>(i);
+            a.value_index.push_back(idx);
+        }
+        a.values.resize(def.aggregates.size());
+        a.def = std::move(def);
+        aggs_.push_back(std::move(a));
+    }
+}
+
+std::vector<Segment> load_segments(std::int32_t aggregation_id) {
+    const auto n = spi_exec(
+        "SELECT segment_start, span_ms, relname FROM stoatflow.segment "
+        "WHERE aggregation_id = $1 ORDER BY segment_start",
+        {arg_int32(aggregation_id)});
+    std::vector<Segment> out;
+    for (std::uint64_t r = 0; r < n; ++r) out.push_back({*spi_int64(r, 1), *spi_int64(r, 2), *spi_text(r, 3)});
+    return out;
+}
+
+void read_window_rows(const AggregationDef& /*def*/, const core::AggLayout& layout,
+                      const std::vector<Segment>& segments,
+                      const std::function<void(const core::WindowStateRow&)>& f) {
+    if (segments.empty()) return;
+    // Each segment is an append-only log of window versions; the newest version per window
+    // (highest commit) wins, across segments (a session moves as it grows).
+    std::string sql =
+        "SELECT DISTINCT ON (key, window_start) key, window_start, window_end, event_time, state, "
+        "removed FROM (";
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        if (i) sql += " UNION ALL ";
+        sql += "SELECT * FROM stoatflow_state." + quote_ident(segments[i].relname);
+    }
+    sql += ") s ORDER BY key, window_start, commit_seq DESC";
+    const auto n = spi_exec(sql);
+    for (std::uint64_t r = 0; r < n; ++r) {
+        core::WindowStateRow row;
+        row.key = *spi_text(r, 1);
+        row.start = *spi_int64(r, 2);
+        row.end = *spi_int64(r, 3);
+        row.event_time = *spi_int64(r, 4);
+        row.removed = *spi_bool(r, 6);
+        if (!row.removed) {
+            const auto bytes = spi_bytea(r, 5);
+            if (!bytes) throw Error(sqlstate::kDataCorrupted, "window state row without state");
+            row.cells = layout.deserialize(bytes->data(), bytes->size());
+        }
+        f(row);
+    }
+}
+
+void SourcePipeline::restore() {
+    if (spi_exec("SELECT watermark_state, commit_seq FROM stoatflow.source_progress WHERE source_id = $1",
+                 {arg_int32(source_.id)}) > 0) {
+        watermark_.restore(*spi_text(0, 1));
+        commit_seq_ = *spi_int64(0, 2);
+    }
+    const auto n = spi_exec("SELECT partition, next_offset FROM stoatflow.partition_offset WHERE source_id = $1",
+                            {arg_int32(source_.id)});
+    for (std::uint64_t r = 0; r < n; ++r)
+        next_offsets_[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_int64(r, 2);
+
+    const core::Millis w = watermark_.current();
+    for (auto& a : aggs_) {
+        if (spi_exec("SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
+                     "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written "
+                     "FROM stoatflow.aggregation_progress WHERE aggregation_id = $1",
+                     {arg_int32(a.def.id)}) > 0) {
+            a.base.records_in = *spi_int64(0, 1);
+            a.base.dropped_late_window = *spi_int64(0, 2);
+            a.base.dropped_late_session = *spi_int64(0, 3);
+            a.base.windows_emitted = *spi_int64(0, 4);
+            a.base.windows_reemitted = *spi_int64(0, 5);
+            a.base.sessions_merged = *spi_int64(0, 6);
+            a.state_rows = *spi_int64(0, 7);
+            a.state_bytes = *spi_int64(0, 8);
+        }
+        const auto segs = load_segments(a.def.id);
+        for (const auto& s : segs) a.segments[s.start] = s;
+        read_window_rows(a.def, a.engine->layout(), segs,
+                         [&](const core::WindowStateRow& row) { a.engine->restore(row, w); });
+    }
+}
+
+void SourcePipeline::process(std::int32_t partition, std::int64_t offset, const char* payload,
+                             std::size_t len, const char* key, std::size_t key_len,
+                             core::Millis kafka_ts, core::Millis now) {
+    ++records_since_commit_;
+    next_offsets_[partition] = offset + 1;
+    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, decoded_);
+    if (err != kafka::DecodeError::None) {
+        dead_.push_back({partition, offset, kafka::to_string(err), decoder_.detail(),
+                         storable_text(payload, len, kDeadLetterPayloadBytes)});
+        return;
+    }
+    const core::Millis w = watermark_.observe(partition, decoded_.time, now);
+    for (auto& a : aggs_) {
+        for (std::size_t i = 0; i < a.value_index.size(); ++i)
+            a.values[i] = a.value_index[i] < 0 ? core::Value::missing() : decoded_.values[a.value_index[i]];
+        a.engine->process(decoded_.key, decoded_.time, a.values.data(), w);
+    }
+}
+
+}  // namespace stoatflow::pg

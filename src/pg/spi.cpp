@@ -1,0 +1,225 @@
+// SPI from C++ under pg_call, plus Datum conversions for text, bigint and arrays.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/spi.hpp"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+}
+
+namespace stoatflow::pg {
+
+SpiArg arg_text(const std::string& s) {
+    text* t = pg_call([&] { return cstring_to_text_with_len(s.data(), static_cast<int>(s.size())); });
+    return {TEXTOID, PointerGetDatum(t)};
+}
+SpiArg arg_int64(std::int64_t v) { return {INT8OID, Int64GetDatum(v)}; }
+SpiArg arg_int32(std::int32_t v) { return {INT4OID, Int32GetDatum(v)}; }
+SpiArg arg_null(Oid type) { return {type, (Datum)0, true}; }
+
+SpiSession::SpiSession() {
+    pg_call([] {
+        if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "SPI_connect failed");
+    });
+    open_ = true;
+}
+
+void SpiSession::finish() {
+    if (open_) {
+        open_ = false;
+        pg_call([] { SPI_finish(); });
+    }
+}
+
+SpiSession::~SpiSession() {
+    // During unwinding for an error the transaction will abort and clean SPI up; calling
+    // into PostgreSQL from a destructor could raise, so only finish on the normal path.
+    if (open_ && std::uncaught_exceptions() == 0) {
+        open_ = false;
+        try {
+            pg_call([] { SPI_finish(); });
+        } catch (...) {
+        }
+    }
+}
+
+namespace {
+struct ArgArrays {
+    std::vector<Oid> types;
+    std::vector<Datum> values;
+    std::vector<char> nulls;
+    explicit ArgArrays(const std::vector<SpiArg>& args) {
+        for (const auto& a : args) {
+            types.push_back(a.type);
+            values.push_back(a.value);
+            nulls.push_back(a.isnull ? 'n' : ' ');
+        }
+    }
+};
+
+std::uint64_t check(int rc, const std::string& sql) {
+    if (rc < 0)
+        throw Error(sqlstate::kInternalError,
+                    "SPI failed (" + std::string(SPI_result_code_string(rc)) + ") for: " + sql);
+    return SPI_processed;
+}
+}  // namespace
+
+std::uint64_t spi_exec(const std::string& sql, const std::vector<SpiArg>& args) {
+    ArgArrays a(args);
+    const int n = static_cast<int>(args.size());
+    const int rc = pg_call([&] {
+        return SPI_execute_with_args(sql.c_str(), n, n ? a.types.data() : nullptr,
+                                     n ? a.values.data() : nullptr, n ? a.nulls.data() : nullptr,
+                                     false, 0);
+    });
+    return check(rc, sql);
+}
+
+std::uint64_t spi_exec_cached(const std::string& sql, const std::vector<SpiArg>& args) {
+    // Plans survive transactions once kept; keyed by text plus argument types.
+    static std::map<std::string, SPIPlanPtr> plans;
+    ArgArrays a(args);
+    const int n = static_cast<int>(args.size());
+    std::string key = sql;
+    for (Oid t : a.types) key += "|" + std::to_string(t);
+    auto it = plans.find(key);
+    SPIPlanPtr plan;
+    if (it == plans.end()) {
+        plan = pg_call([&] {
+            SPIPlanPtr p = SPI_prepare(sql.c_str(), n, n ? a.types.data() : nullptr);
+            if (p == nullptr) elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+            SPI_keepplan(p);
+            return p;
+        });
+        plans.emplace(key, plan);
+    } else {
+        plan = it->second;
+    }
+    const int rc = pg_call([&] {
+        return SPI_execute_plan(plan, n ? a.values.data() : nullptr, n ? a.nulls.data() : nullptr,
+                                false, 0);
+    });
+    return check(rc, sql);
+}
+
+Datum spi_datum(std::uint64_t row, int col, bool* isnull) {
+    return pg_call([&] {
+        return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
+    });
+}
+
+bool spi_isnull(std::uint64_t row, int col) {
+    bool isnull;
+    spi_datum(row, col, &isnull);
+    return isnull;
+}
+
+std::optional<std::string> spi_text(std::uint64_t row, int col) {
+    bool isnull;
+    Datum d = spi_datum(row, col, &isnull);
+    if (isnull) return std::nullopt;
+    const Oid type = SPI_gettypeid(SPI_tuptable->tupdesc, col);
+    if (type == TEXTOID || type == NAMEOID || type == VARCHAROID) {
+        if (type == NAMEOID) return std::string(NameStr(*DatumGetName(d)));
+        return text_to_string(DatumGetTextPP(d));
+    }
+    char* s = pg_call([&] { return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col); });
+    return std::string(s);
+}
+
+std::optional<std::int64_t> spi_int64(std::uint64_t row, int col) {
+    bool isnull;
+    Datum d = spi_datum(row, col, &isnull);
+    if (isnull) return std::nullopt;
+    switch (SPI_gettypeid(SPI_tuptable->tupdesc, col)) {
+    case INT8OID: return DatumGetInt64(d);
+    case INT4OID: return DatumGetInt32(d);
+    case INT2OID: return DatumGetInt16(d);
+    case OIDOID:
+    case REGROLEOID:
+    case REGCLASSOID: return static_cast<std::int64_t>(DatumGetObjectId(d));
+    default: throw Error(sqlstate::kInternalError, "spi_int64: unexpected column type");
+    }
+}
+
+std::optional<bool> spi_bool(std::uint64_t row, int col) {
+    bool isnull;
+    Datum d = spi_datum(row, col, &isnull);
+    if (isnull) return std::nullopt;
+    return DatumGetBool(d);
+}
+
+std::optional<std::string> spi_bytea(std::uint64_t row, int col) {
+    bool isnull;
+    Datum d = spi_datum(row, col, &isnull);
+    if (isnull) return std::nullopt;
+    bytea* b = pg_call([&] { return DatumGetByteaPP(d); });
+    return std::string(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+}
+
+std::string text_to_string(const text* t) {
+    const text* d = pg_call([&] { return pg_detoast_datum_packed(const_cast<text*>(t)); });
+    return std::string(VARDATA_ANY(d), VARSIZE_ANY_EXHDR(d));
+}
+
+std::vector<std::string> text_array_to_vector(ArrayType* a) {
+    Datum* elems;
+    bool* nulls;
+    int n;
+    pg_call([&] { deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n); });
+    std::vector<std::string> out;
+    out.reserve(n);
+    for (int i = 0; i < n; ++i) out.push_back(nulls[i] ? std::string() : text_to_string(DatumGetTextPP(elems[i])));
+    return out;
+}
+
+Datum make_text_array(const std::vector<std::string>& v) {
+    const int n = static_cast<int>(v.size());
+    Datum* elems = static_cast<Datum*>(pg_call([&] { return palloc(sizeof(Datum) * (n ? n : 1)); }));
+    for (int i = 0; i < n; ++i) {
+        const std::string& s = v[i];
+        elems[i] = PointerGetDatum(
+            pg_call([&] { return cstring_to_text_with_len(s.data(), static_cast<int>(s.size())); }));
+    }
+    return pg_call([&] {
+        return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+    });
+}
+
+Datum make_int64_array(const std::vector<std::int64_t>& v) {
+    const int n = static_cast<int>(v.size());
+    Datum* elems = static_cast<Datum*>(pg_call([&] { return palloc(sizeof(Datum) * (n ? n : 1)); }));
+    for (int i = 0; i < n; ++i) elems[i] = Int64GetDatum(v[i]);
+    return pg_call([&] {
+        return PointerGetDatum(construct_array(elems, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+    });
+}
+
+Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls, Oid elemtype) {
+    const int n = static_cast<int>(elems.size());
+    bool* null_flags = nullptr;
+    if (!nulls.empty()) {
+        null_flags = static_cast<bool*>(pg_call([&] { return palloc(sizeof(bool) * (n ? n : 1)); }));
+        for (int i = 0; i < n; ++i) null_flags[i] = nulls[i];
+    }
+    const Datum* data = elems.data();
+    return pg_call([&] {
+        int16 typlen;
+        bool typbyval;
+        char typalign;
+        get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+        int dims[1] = {n};
+        int lbs[1] = {1};
+        return PointerGetDatum(construct_md_array(const_cast<Datum*>(data), null_flags, 1, dims, lbs,
+                                                  elemtype, typlen, typbyval, typalign));
+    });
+}
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,88 @@
+// stoatflow._process_messages: the synchronous testing entry behind process_records().
+// Runs messages through a source's pipeline exactly as the worker would — restore from
+// the committed state, decode, window, commit — but in the caller's transaction.
+#include "stoatflow/core/error.hpp"
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/spi.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+}
+
+using namespace stoatflow;
+using namespace stoatflow::pg;
+
+namespace {
+template <class T, class Get>
+std::vector<std::optional<T>> array_values(ArrayType* a, Oid elem, int16 len, bool byval, char align, Get get) {
+    Datum* elems;
+    bool* nulls;
+    int n;
+    pg_call([&] { deconstruct_array(a, elem, len, byval, align, &elems, &nulls, &n); });
+    std::vector<std::optional<T>> out;
+    for (int i = 0; i < n; ++i) out.push_back(nulls[i] ? std::nullopt : std::optional<T>(get(elems[i])));
+    return out;
+}
+}  // namespace
+
+// _process_messages(source, partitions int[], keys text[], timestamps bigint[], payloads text[])
+//   → (records bigint, dead_letters bigint, watermark timestamptz)
+STOATFLOW_FUNCTION(stoatflow__process_messages) {
+    for (int i = 0; i < 5; ++i)
+        if (PG_ARGISNULL(i)) throw Error(sqlstate::kInvalidParameterValue, "arguments must not be NULL");
+    const std::string source = text_to_string(PG_GETARG_TEXT_PP(0));
+    auto parts = array_values<std::int32_t>(PG_GETARG_ARRAYTYPE_P(1), INT4OID, 4, true, TYPALIGN_INT,
+                                            [](Datum d) { return DatumGetInt32(d); });
+    auto keys = array_values<std::string>(PG_GETARG_ARRAYTYPE_P(2), TEXTOID, -1, false, TYPALIGN_INT,
+                                          [](Datum d) { return text_to_string(DatumGetTextPP(d)); });
+    auto stamps = array_values<std::int64_t>(PG_GETARG_ARRAYTYPE_P(3), INT8OID, 8, true, TYPALIGN_DOUBLE,
+                                             [](Datum d) { return DatumGetInt64(d); });
+    auto payloads = array_values<std::string>(PG_GETARG_ARRAYTYPE_P(4), TEXTOID, -1, false, TYPALIGN_INT,
+                                              [](Datum d) { return text_to_string(DatumGetTextPP(d)); });
+    if (parts.size() != keys.size() || parts.size() != stamps.size() || parts.size() != payloads.size())
+        throw Error(sqlstate::kInvalidParameterValue, "message arrays differ in length");
+
+    SpiSession spi;
+    SourceDef def = load_source(source);
+    SourcePipeline pipeline(def, load_aggregations(def.id));
+    pipeline.restore();
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+    std::int64_t dead = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+        const std::int32_t p = parts[i].value_or(0);
+        if (p < 0) throw Error(sqlstate::kInvalidParameterValue, "partition must not be negative");
+        auto it = pipeline.next_offsets().find(p);
+        const std::int64_t offset = it == pipeline.next_offsets().end() ? 0 : it->second;
+        const std::string payload = payloads[i].value_or("");
+        const std::string* key = keys[i] ? &*keys[i] : nullptr;
+        const std::int64_t before = pipeline.dead_letters_since_commit();
+        pipeline.process(p, offset, payload.data(), payload.size(), key ? key->data() : nullptr,
+                         key ? key->size() : 0, stamps[i].value_or(core::kNoTime), now);
+        dead += pipeline.dead_letters_since_commit() - before;
+    }
+    const core::Millis w = pipeline.watermark().current();
+    pipeline.commit(now);
+    spi.finish();
+
+    TupleDesc desc;
+    if (pg_call([&] { return get_call_result_type(fcinfo, nullptr, &desc); }) != TYPEFUNC_COMPOSITE)
+        throw Error(sqlstate::kInternalError, "_process_messages must return a record");
+    Datum values[3] = {Int64GetDatum(static_cast<std::int64_t>(parts.size())), Int64GetDatum(dead),
+                       w == core::kNoTime ? (Datum)0 : millis_to_timestamptz(w)};
+    bool nulls[3] = {false, false, w == core::kNoTime};
+    return pg_call([&] {
+        desc = BlessTupleDesc(desc);
+        return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+    });
+}

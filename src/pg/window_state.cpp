@@ -1,0 +1,112 @@
+// stoatflow.window_state(aggregation, sink_row): the live windows of an aggregation (open
+// and retained), read from its segment tables and returned as rows of the sink's type.
+#include "stoatflow/core/error.hpp"
+
+#include <string>
+
+#include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/spi.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
+}
+
+using namespace stoatflow;
+using namespace stoatflow::pg;
+
+namespace stoatflow::pg {
+Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell, bool* isnull);
+}
+
+STOATFLOW_FUNCTION(stoatflow_window_state) {
+    if (PG_ARGISNULL(0)) throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
+    const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
+    const Oid row_type = pg_call([&] { return get_fn_expr_argtype(fcinfo->flinfo, 1); });
+    if (!pg_call([&] { return type_is_rowtype(row_type); }))
+        throw Error("42804", "window_state needs a row of the sink's type as its second argument",
+                    "For example: SELECT * FROM stoatflow.window_state('views_5m', NULL::public.views_5m);");
+
+    SpiSession spi;
+    const AggregationDef def = load_aggregation(name);
+    const Oid caller = GetOuterUserId();
+    if (pg_call([&] { return pg_class_aclcheck(def.sink, caller, ACL_SELECT); }) != ACLCHECK_OK)
+        throw Error("42501", "permission denied for the sink of aggregation \"" + name + "\"",
+                    "window_state shows what the sink will hold; it needs SELECT on the sink.");
+    core::Millis w = core::kNoTime;
+    if (spi_exec("SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
+                 "USING (source_id) WHERE a.aggregation_id = $1",
+                 {arg_int32(def.id)}) > 0 && !spi_isnull(0, 1))
+        w = *spi_int64(0, 1);
+
+    core::AggLayout layout(def.aggregates);
+    std::vector<core::WindowStateRow> rows;
+    read_window_rows(def, layout, load_segments(def.id), [&](const core::WindowStateRow& r) {
+        if (!r.removed) rows.push_back(r);
+    });
+
+    pg_call([&] { InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC); });
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    TupleDesc desc = rsinfo->setDesc;
+    const int natts = desc->natts;
+    // Column → what fills it: -1 key, -2 start, -3 end, -4 event_time, -5 final, i ≥ 0 aggregate i.
+    std::vector<int> source_of(natts, -100);
+    for (int c = 0; c < natts; ++c) {
+        Form_pg_attribute att = TupleDescAttr(desc, c);
+        if (att->attisdropped) continue;
+        const std::string col = NameStr(att->attname);
+        Oid want = InvalidOid;
+        if (col == "key") source_of[c] = -1, want = TEXTOID;
+        else if (col == "window_start") source_of[c] = -2, want = TIMESTAMPTZOID;
+        else if (col == "window_end") source_of[c] = -3, want = TIMESTAMPTZOID;
+        else if (col == "event_time") source_of[c] = -4, want = TIMESTAMPTZOID;
+        else if (col == "final") source_of[c] = -5, want = BOOLOID;
+        for (std::size_t i = 0; i < def.aggregates.size(); ++i)
+            if (def.aggregates[i].column == col) {
+                source_of[c] = static_cast<int>(i);
+                switch (core::column_type(def.aggregates[i].fn)) {
+                case core::ColumnType::BigInt: want = INT8OID; break;
+                case core::ColumnType::Double: want = FLOAT8OID; break;
+                case core::ColumnType::Numeric: want = NUMERICOID; break;
+                }
+            }
+        if (want != InvalidOid && att->atttypid != want)
+            throw Error("42804", "column \"" + col + "\" of the given row type does not have the sink's type");
+    }
+    const bool session = def.spec.kind == core::WindowKind::Session;
+    (void)session;
+    for (const auto& r : rows) {
+        std::vector<Datum> values(natts, (Datum)0);
+        std::vector<bool> nulls(natts, true);
+        for (int c = 0; c < natts; ++c) {
+            const int s = source_of[c];
+            bool isnull = false;
+            switch (s) {
+            case -100: continue;
+            case -1: values[c] = PointerGetDatum(pg_call([&] {
+                         return cstring_to_text_with_len(r.key.data(), static_cast<int>(r.key.size()));
+                     })); break;
+            case -2: values[c] = millis_to_timestamptz(r.start); break;
+            case -3: values[c] = millis_to_timestamptz(r.end); break;
+            case -4: values[c] = millis_to_timestamptz(r.event_time); break;
+            case -5: values[c] = BoolGetDatum(def.spec.is_closed(r.end, w)); break;
+            default: values[c] = sink_column_value(layout, static_cast<std::size_t>(s), r.cells[s], &isnull);
+            }
+            nulls[c] = isnull;
+        }
+        std::unique_ptr<bool[]> null_flags(new bool[natts > 0 ? natts : 1]);
+        for (int c = 0; c < natts; ++c) null_flags[c] = nulls[c];
+        bool* nf = null_flags.get();
+        Datum* vals = values.data();
+        pg_call([&] { tuplestore_putvalues(rsinfo->setResult, desc, vals, nf); });
+    }
+    spi.finish();
+    return (Datum)0;
+}
