@@ -654,6 +654,17 @@ BEGIN
 END $$;
 
 ------------------------------------------------------------------------------------------
+-- Waiting for the worker
+------------------------------------------------------------------------------------------
+
+-- Reads each partition's end offset from the broker when called, then blocks until the
+-- source's worker has consumed and committed up to there. False on timeout (or when the
+-- broker cannot be reached in time); honours query cancel. Use in READ COMMITTED.
+CREATE FUNCTION stoatflow.wait_caught_up(source_name text, timeout interval DEFAULT '60 seconds')
+RETURNS boolean LANGUAGE C VOLATILE SECURITY DEFINER
+AS 'MODULE_PATHNAME', 'stoatflow_wait_caught_up';
+
+------------------------------------------------------------------------------------------
 -- Reading window state
 ------------------------------------------------------------------------------------------
 

@@ -37,6 +37,14 @@ Millis Watermark::observe(std::int32_t partition, Millis t, Millis now) {
     return w_;
 }
 
+void Watermark::data_pending(std::int32_t partition) {
+    Partition& p = parts_[partition];
+    if (p.max == kNoTime && !p.holds_data) {
+        p.holds_data = true;
+        p.caught_up = false;
+    }
+}
+
 void Watermark::caught_up(std::int32_t partition, Millis now) {
     Partition& p = parts_[partition];
     p.caught_up = true;

@@ -127,6 +127,13 @@ void SourcePipeline::restore() {
     }
 }
 
+bool SourcePipeline::note_end_of_partition(std::int32_t partition, std::int64_t offset) {
+    auto it = next_offsets_.find(partition);
+    if (it != next_offsets_.end() && it->second >= offset) return false;
+    next_offsets_[partition] = offset;
+    return true;
+}
+
 void SourcePipeline::process(std::int32_t partition, std::int64_t offset, const char* payload,
                              std::size_t len, const char* key, std::size_t key_len,
                              core::Millis kafka_ts, core::Millis now) {

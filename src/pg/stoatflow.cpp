@@ -2,6 +2,7 @@
 // the server settings, and stoatflow.version().
 #include "stoatflow/pg/guard.hpp"
 #include "stoatflow/pg/settings.hpp"
+#include "stoatflow/pg/worker.hpp"
 
 extern "C" {
 #include "miscadmin.h"
@@ -49,6 +50,7 @@ void _PG_init(void) {
                                 "restart the server.")));
 
     stoatflow::pg::define_settings();
+    stoatflow::pg::register_launcher();
 }
 
 STOATFLOW_FUNCTION(stoatflow_version) { return CStringGetTextDatum(STOATFLOW_VERSION); }

@@ -102,3 +102,16 @@ TEST(Watermark, MalformedBlobIsRejected) {
     EXPECT_THROW(wm.restore("garbage"), stoatflow::Error);
     EXPECT_THROW(wm.restore("w1 5 x:y"), stoatflow::Error);
 }
+
+TEST(Watermark, EmptyPartitionThatReceivesDataHoldsAgain) {
+    Watermark wm(0);
+    wm.assign(0, true);
+    wm.assign(1, false);  // empty at start
+    wm.observe(0, 100);
+    EXPECT_EQ(wm.current(), 100);
+    wm.data_pending(1);  // records arrived in partition 1, not read yet
+    EXPECT_EQ(wm.observe(0, 200), 100);
+    EXPECT_EQ(wm.observe(1, 150), 150);
+    wm.data_pending(1);  // no effect once it has delivered
+    EXPECT_EQ(wm.observe(0, 300), 150);
+}

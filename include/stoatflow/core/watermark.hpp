@@ -26,6 +26,10 @@ public:
     // after the update (the value the record is judged against).
     Millis observe(std::int32_t partition, Millis t, Millis now = 0);
 
+    // The broker reports unread records on a partition that has never delivered one: it
+    // holds W back again until its first record arrives.
+    void data_pending(std::int32_t partition);
+
     // The consumer reached the end of `partition` (caught up) at wall time `now`.
     void caught_up(std::int32_t partition, Millis now);
     // Wall clock tick: partitions caught up and silent for idle_timeout stop holding W.

@@ -46,6 +46,11 @@ public:
     void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
                  const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now);
 
+    // The consumer reached the end of a partition at `offset`: nothing before it is left to
+    // read (gaps from compaction or transaction markers included). Returns true if the
+    // committed position moves.
+    bool note_end_of_partition(std::int32_t partition, std::int64_t offset);
+
     // Writes everything since the last commit into the current transaction.
     void commit(core::Millis now);
 

@@ -1,0 +1,89 @@
+// A thin librdkafka consumer for one topic: explicit partition assignment at stored
+// offsets (no group rebalance, no auto-commit), batch polling, watermark queries, and
+// the last broker error, so the worker can report it. No PostgreSQL in here.
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+
+#include "stoatflow/core/error.hpp"
+#include "stoatflow/core/time.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct rd_kafka_s;
+struct rd_kafka_queue_s;
+
+namespace stoatflow::kafka {
+
+// SQLSTATE for broker trouble: connection_failure.
+inline constexpr const char* kKafkaSqlstate = "08006";
+
+inline constexpr std::int64_t kOffsetBeginning = -2;
+inline constexpr std::int64_t kOffsetEnd = -1;
+
+struct Message {
+    std::int32_t partition;
+    std::int64_t offset;
+    const char* payload;
+    std::size_t len;
+    const char* key;  // nullptr: no key
+    std::size_t key_len;
+    core::Millis timestamp;  // kNoTime when the broker gave none
+};
+
+struct PartitionStart {
+    std::int32_t partition;
+    std::int64_t offset;  // ≥ 0, or kOffsetBeginning / kOffsetEnd
+};
+
+class Consumer {
+public:
+    // options: librdkafka properties from the source's kafka_options. Throws Error.
+    Consumer(const std::string& brokers, const std::vector<std::pair<std::string, std::string>>& options,
+             const std::string& group_id);
+    ~Consumer();
+    Consumer(const Consumer&) = delete;
+    Consumer& operator=(const Consumer&) = delete;
+
+    // Partition ids of the topic. Throws Error when the topic is unknown or the broker
+    // does not answer within timeout_ms.
+    std::vector<std::int32_t> partitions(const std::string& topic, int timeout_ms);
+    // Low and high watermark offsets of a partition. Throws Error.
+    std::pair<std::int64_t, std::int64_t> watermarks(const std::string& topic, std::int32_t partition,
+                                                     int timeout_ms);
+    void assign(const std::string& topic, const std::vector<PartitionStart>& starts);
+    // High watermark as last reported by fetch responses (no network call); -1 if unknown.
+    std::int64_t cached_high(const std::string& topic, std::int32_t partition);
+
+    // Waits up to timeout_ms for messages and hands out at most max of them. Partition
+    // ends call on_eof(partition, end offset). Returns the number of messages handed out.
+    std::size_t poll(std::size_t max, int timeout_ms, const std::function<void(const Message&)>& on_message,
+                     const std::function<void(std::int32_t, std::int64_t)>& on_eof);
+
+    // Offsets for lag tools (asynchronous, best effort: PostgreSQL holds the truth).
+    void commit_offsets(const std::string& topic, const std::map<std::int32_t, std::int64_t>& next);
+
+    // The newest broker/transport error since the last call ("" if none).
+    std::string take_error();
+
+private:
+    void note_error(const std::string& e);
+    friend struct ConsumerCallbacks;
+
+    rd_kafka_s* rk_ = nullptr;
+    rd_kafka_queue_s* queue_ = nullptr;
+    std::mutex mu_;
+    std::string error_;
+};
+
+// One-shot: high watermark per partition of a topic (for wait_caught_up).
+std::map<std::int32_t, std::int64_t> high_watermarks(
+    const std::string& brokers, const std::vector<std::pair<std::string, std::string>>& options,
+    const std::string& topic, int timeout_ms);
+
+}  // namespace stoatflow::kafka

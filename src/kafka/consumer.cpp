@@ -1,0 +1,186 @@
+// librdkafka consumer for one topic with explicit assignment and batch polls.
+#include "stoatflow/kafka/consumer.hpp"
+
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <memory>
+
+namespace stoatflow::kafka {
+
+namespace {
+[[noreturn]] void fail(const std::string& msg) { throw Error(kKafkaSqlstate, msg); }
+}  // namespace
+
+struct ConsumerCallbacks {
+    static void on_error(rd_kafka_t*, int err, const char* reason, void* opaque) {
+        auto* c = static_cast<Consumer*>(opaque);
+        c->note_error(std::string(rd_kafka_err2name(static_cast<rd_kafka_resp_err_t>(err))) + ": " +
+                      (reason ? reason : ""));
+    }
+    // librdkafka would log to stderr; keep only errors, as the last error.
+    static void on_log(const rd_kafka_t* rk, int level, const char*, const char* buf) {
+        if (level <= 3) {
+            auto* c = static_cast<Consumer*>(rd_kafka_opaque(rk));
+            if (c) c->note_error(buf ? buf : "");
+        }
+    }
+};
+
+Consumer::Consumer(const std::string& brokers,
+                   const std::vector<std::pair<std::string, std::string>>& options,
+                   const std::string& group_id) {
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    char err[512];
+    auto set = [&](const std::string& k, const std::string& v) {
+        if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+            rd_kafka_conf_destroy(conf);
+            fail("kafka option \"" + k + "\" rejected: " + err);
+        }
+    };
+    for (const auto& [k, v] : options) set(k, v);
+    set("bootstrap.servers", brokers);
+    set("group.id", group_id);
+    set("enable.auto.commit", "false");
+    set("enable.auto.offset.store", "false");
+    set("enable.partition.eof", "true");
+    set("auto.offset.reset", "earliest");
+    set("isolation.level", "read_committed");
+    rd_kafka_conf_set_error_cb(conf, &ConsumerCallbacks::on_error);
+    rd_kafka_conf_set_log_cb(conf, &ConsumerCallbacks::on_log);
+    rd_kafka_conf_set_opaque(conf, this);
+    rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (!rk_) {
+        rd_kafka_conf_destroy(conf);
+        fail(std::string("cannot create Kafka consumer: ") + err);
+    }
+    rd_kafka_poll_set_consumer(rk_);
+    queue_ = rd_kafka_queue_get_consumer(rk_);
+}
+
+Consumer::~Consumer() {
+    if (queue_) rd_kafka_queue_destroy(queue_);
+    if (rk_) {
+        // No group membership to leave (assign only); close is quick.
+        rd_kafka_consumer_close(rk_);
+        rd_kafka_destroy(rk_);
+    }
+}
+
+void Consumer::note_error(const std::string& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = e;
+}
+
+std::string Consumer::take_error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string e;
+    e.swap(error_);
+    return e;
+}
+
+std::vector<std::int32_t> Consumer::partitions(const std::string& topic, int timeout_ms) {
+    rd_kafka_topic_t* t = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    const rd_kafka_resp_err_t e = rd_kafka_metadata(rk_, 0, t, &md, timeout_ms);
+    rd_kafka_topic_destroy(t);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail("cannot read metadata of topic \"" + topic + "\": " + rd_kafka_err2str(e));
+    std::unique_ptr<const rd_kafka_metadata_t, void (*)(const rd_kafka_metadata_t*)> guard(md, rd_kafka_metadata_destroy);
+    if (md->topic_cnt != 1) fail("topic \"" + topic + "\" not found");
+    const auto& tm = md->topics[0];
+    if (tm.err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail("topic \"" + topic + "\": " + rd_kafka_err2str(tm.err));
+    std::vector<std::int32_t> out;
+    for (int i = 0; i < tm.partition_cnt; ++i) out.push_back(tm.partitions[i].id);
+    return out;
+}
+
+std::pair<std::int64_t, std::int64_t> Consumer::watermarks(const std::string& topic, std::int32_t partition,
+                                                           int timeout_ms) {
+    int64_t lo = 0, hi = 0;
+    const auto e = rd_kafka_query_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi, timeout_ms);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail("cannot read offsets of " + topic + "[" + std::to_string(partition) + "]: " + rd_kafka_err2str(e));
+    return {lo, hi};
+}
+
+void Consumer::assign(const std::string& topic, const std::vector<PartitionStart>& starts) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(starts.size()));
+    for (const auto& s : starts)
+        rd_kafka_topic_partition_list_add(list, topic.c_str(), s.partition)->offset =
+            s.offset == kOffsetBeginning ? RD_KAFKA_OFFSET_BEGINNING
+            : s.offset == kOffsetEnd     ? RD_KAFKA_OFFSET_END
+                                         : s.offset;
+    const auto e = rd_kafka_assign(rk_, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) fail(std::string("cannot assign partitions: ") + rd_kafka_err2str(e));
+}
+
+std::int64_t Consumer::cached_high(const std::string& topic, std::int32_t partition) {
+    int64_t lo = -1, hi = -1;
+    if (rd_kafka_get_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return -1;
+    return hi;
+}
+
+std::size_t Consumer::poll(std::size_t max, int timeout_ms, const std::function<void(const Message&)>& on_message,
+                           const std::function<void(std::int32_t, std::int64_t)>& on_eof) {
+    std::vector<rd_kafka_message_t*> batch(max);
+    const ssize_t n = rd_kafka_consume_batch_queue(queue_, timeout_ms, batch.data(), max);
+    if (n < 0) {
+        note_error(rd_kafka_err2str(rd_kafka_last_error()));
+        return 0;
+    }
+    std::size_t delivered = 0;
+    // Destroy every message even if a callback throws.
+    struct Release {
+        std::vector<rd_kafka_message_t*>& b;
+        ssize_t n;
+        ~Release() {
+            for (ssize_t i = 0; i < n; ++i) rd_kafka_message_destroy(b[i]);
+        }
+    } release{batch, n};
+    for (ssize_t i = 0; i < n; ++i) {
+        rd_kafka_message_t* m = batch[i];
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+            on_eof(m->partition, m->offset);
+            continue;
+        }
+        if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            note_error(std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_message_errstr(m));
+            continue;
+        }
+        rd_kafka_timestamp_type_t tstype;
+        const int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+        on_message(Message{m->partition, m->offset, static_cast<const char*>(m->payload), m->len,
+                           static_cast<const char*>(m->key), m->key ? m->key_len : 0,
+                           ts < 0 ? core::kNoTime : ts});
+        ++delivered;
+    }
+    return delivered;
+}
+
+void Consumer::commit_offsets(const std::string& topic, const std::map<std::int32_t, std::int64_t>& next) {
+    if (next.empty()) return;
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(next.size()));
+    for (const auto& [p, o] : next) rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = o;
+    rd_kafka_commit(rk_, list, 1 /* async */);
+    rd_kafka_topic_partition_list_destroy(list);
+}
+
+std::map<std::int32_t, std::int64_t> high_watermarks(
+    const std::string& brokers, const std::vector<std::pair<std::string, std::string>>& options,
+    const std::string& topic, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    auto left = [&] {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        return static_cast<int>(ms < 1 ? 1 : ms);
+    };
+    Consumer c(brokers, options, "stoatflow-wait");
+    std::map<std::int32_t, std::int64_t> out;
+    for (std::int32_t p : c.partitions(topic, left())) out[p] = c.watermarks(topic, p, left()).second;
+    return out;
+}
+
+}  // namespace stoatflow::kafka

@@ -1,0 +1,474 @@
+// Background workers. The launcher keeps one worker per source alive (restarting it with
+// backoff after a crash, stopping it when the source is dropped); a source worker runs the
+// consume → window → commit cycle of SPEC 5, one transaction per commit interval.
+//
+//   launcher:  every second: list sources; start missing workers; stop dropped ones.
+//   worker:    start (restore, seek) → [poll batch → process]* → commit → ... ;
+//              SIGTERM: commit what was consumed, exit 0. Any failure: record it, back off,
+//              rebuild from the committed state (nothing uncommitted survives a failure).
+#include "stoatflow/core/error.hpp"
+#include "stoatflow/kafka/consumer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/settings.hpp"
+#include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/worker.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+
+PGDLLEXPORT void stoatflow_launcher_main(Datum arg);
+PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
+}
+
+namespace stoatflow::pg {
+
+namespace {
+
+constexpr int kPollTimeoutMs = 100;
+constexpr std::size_t kPollBatch = 10000;
+constexpr std::int64_t kMaxRecordsPerCommit = 500000;  // bounds memory between commits
+constexpr int kKafkaTimeoutMs = 10000;
+constexpr core::Millis kMaxBackoffMs = 30000;
+
+volatile sig_atomic_t got_sigterm = 0;
+
+void handle_sigterm(SIGNAL_ARGS) {
+    const int save_errno = errno;
+    got_sigterm = 1;
+    SetLatch(MyLatch);
+    errno = save_errno;
+}
+
+core::Millis wall_now() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// Runs f in its own transaction with SPI connected and a snapshot; any failure aborts
+// the transaction and is rethrown as a C++ exception.
+template <class F>
+void in_transaction(F&& f) {
+    pg_call([] {
+        SetCurrentStatementStartTimestamp();
+        StartTransactionCommand();
+        PushActiveSnapshot(GetTransactionSnapshot());
+    });
+    try {
+        SpiSession spi;
+        f();
+        spi.finish();
+        pg_call([] {
+            PopActiveSnapshot();
+            CommitTransactionCommand();
+        });
+    } catch (...) {
+        pg_call([] { AbortCurrentTransaction(); });
+        throw;
+    }
+    pg_call([] { MemoryContextSwitchTo(TopMemoryContext); });
+}
+
+// Sleeps on the latch (SIGTERM, postmaster death and config reloads wake it).
+void wait_ms(long ms) {
+    pg_call([&] {
+        const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        (void)rc;
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+    });
+}
+
+bool extension_present() {
+    spi_exec("SELECT to_regclass('stoatflow.source') IS NOT NULL");
+    return *spi_bool(0, 1);
+}
+
+// ---------------------------------------------------------------------------------
+// Source worker
+
+class SourceWorker {
+public:
+    explicit SourceWorker(std::int32_t source_id) : source_id_(source_id) {}
+
+    void run() {
+        core::Millis backoff = 1000;
+        while (!got_sigterm) {
+            try {
+                if (!pipeline_ && !start()) return;  // the source was dropped
+                step();
+                backoff = 1000;
+            } catch (const std::exception& e) {
+                // Whatever was consumed since the last commit is discarded with the
+                // pipeline; the next start resumes from the committed state.
+                fail(e.what());
+                wait_ms(backoff);
+                backoff = std::min(backoff * 2, kMaxBackoffMs);
+            }
+        }
+        if (pipeline_) {
+            try {
+                commit(true);  // graceful shutdown: make durable what was consumed
+            } catch (const std::exception& e) {
+                fail(e.what());
+            }
+        }
+    }
+
+private:
+    bool start() {
+        pipeline_.reset();
+        consumer_.reset();
+        std::optional<SourceDef> src;
+        std::vector<AggregationDef> aggs;
+        in_transaction([&] {
+            src = load_source_by_id(source_id_);
+            if (src) {
+                aggs = load_aggregations(source_id_);
+                signature_ = aggregation_signature();
+            }
+        });
+        if (!src) return false;
+        const std::string name = src->name;
+        pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
+        auto pipeline = std::make_unique<SourcePipeline>(*src, std::move(aggs));
+        in_transaction([&] { pipeline->restore(); });
+
+        auto consumer = std::make_unique<kafka::Consumer>(src->brokers, src->kafka_options,
+                                                          "stoatflow-" + std::string(database_name) + "-" + name);
+        const auto parts = consumer->partitions(src->topic, kKafkaTimeoutMs);
+        std::vector<kafka::PartitionStart> starts;
+        const bool latest = src->start_offset == "latest";
+        for (std::int32_t p : parts) {
+            const auto stored = pipeline->next_offsets().find(p);
+            const auto [lo, hi] = consumer->watermarks(src->topic, p, kKafkaTimeoutMs);
+            std::int64_t from;
+            if (stored != pipeline->next_offsets().end()) from = std::max(stored->second, lo);
+            else from = latest ? hi : lo;
+            starts.push_back({p, from});
+            // A partition with records left to read holds the watermark until its first one.
+            pipeline->watermark().assign(p, hi > from);
+            high_[p] = hi;
+        }
+        consumer->assign(src->topic, starts);
+        topic_ = src->topic;
+        partitions_ = parts.size();
+        pipeline_ = std::move(pipeline);
+        consumer_ = std::move(consumer);
+        last_commit_ = wall_now();
+        committed_w_ = pipeline_->watermark().current();
+        offsets_moved_ = false;
+        status_moved_ = true;
+        last_progress_at_ = wall_now();
+        set_status("running", last_kafka_error_);
+        return true;
+    }
+
+    void step() {
+        const core::Millis now = wall_now();
+        bool progress = consumer_->poll(
+            kPollBatch, kPollTimeoutMs,
+            [&](const kafka::Message& m) {
+                pipeline_->process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len, m.timestamp, now);
+            },
+            [&](std::int32_t p, std::int64_t end) {
+                progress_end(p, end);
+                pipeline_->watermark().caught_up(p, now);
+                offsets_moved_ |= pipeline_->note_end_of_partition(p, end);
+            }) > 0;
+        // Partitions that have never delivered a record but now have some waiting hold the
+        // watermark again, so a burst on one partition cannot make the others late.
+        for (auto& [p, high] : high_) {
+            const std::int64_t h = consumer_->cached_high(topic_, p);
+            if (h > high) {
+                high = h;
+                status_moved_ = true;
+            }
+            const auto next = pipeline_->next_offsets().find(p);
+            const std::int64_t pos = next == pipeline_->next_offsets().end() ? 0 : next->second;
+            if (h > pos && pipeline_->watermark().partition_max(p) == core::kNoTime)
+                pipeline_->watermark().data_pending(p);
+        }
+        pipeline_->watermark().tick(now);
+        progress |= eof_seen_;
+        eof_seen_ = false;
+        // Transport errors are retried by librdkafka; the source shows 'error' while they
+        // keep coming without progress, and 'running' again once records flow.
+        const std::string err = consumer_->take_error();
+        if (!err.empty()) {
+            last_kafka_error_ = err;
+            last_error_at_ = now;
+        }
+        if (progress) last_progress_at_ = now;
+        const bool failing = last_error_at_ > last_progress_at_ && now - last_error_at_ < 30000;
+        set_status(failing ? "error" : "running", last_kafka_error_);
+
+        pg_call([] {
+            if (ConfigReloadPending) {
+                ConfigReloadPending = false;
+                ProcessConfigFile(PGC_SIGHUP);
+            }
+        });
+        if (wall_now() - last_commit_ >= commit_interval_ms ||
+            pipeline_->records_since_commit() >= kMaxRecordsPerCommit)
+            commit(false);
+    }
+
+    void progress_end(std::int32_t p, std::int64_t end) {
+        if (end > high_[p]) {
+            high_[p] = end;
+            status_moved_ = true;
+        }
+        eof_seen_ = true;
+    }
+
+    void commit(bool final) {
+        const core::Millis w = pipeline_->watermark().current();
+        const bool changed = pipeline_->records_since_commit() > 0 || offsets_moved_ || w != committed_w_ ||
+                             status_moved_;
+        last_commit_ = wall_now();
+        bool rebuild = false;
+        if (changed) {
+            in_transaction([&] {
+                pipeline_->commit(last_commit_);
+                write_partition_status();
+                rebuild = aggregation_signature() != signature_;
+            });
+            committed_w_ = w;
+            offsets_moved_ = false;
+            status_moved_ = false;
+            consumer_->commit_offsets(topic_, pipeline_->next_offsets());
+        } else if (!final) {
+            in_transaction([&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
+        }
+        // Aggregations added or dropped (or the source gone): start over from what is committed.
+        if (rebuild && !final) {
+            pipeline_.reset();
+            consumer_.reset();
+        }
+    }
+
+    std::string aggregation_signature() {
+        spi_exec("SELECT coalesce(string_agg(aggregation_id::text, ',' ORDER BY aggregation_id), '') "
+                 "FROM stoatflow.aggregation WHERE source_id = $1",
+                 {arg_int32(source_id_)});
+        return *spi_text(0, 1);
+    }
+    bool source_exists() {
+        return spi_exec("SELECT 1 FROM stoatflow.source WHERE source_id = $1", {arg_int32(source_id_)}) > 0;
+    }
+
+    void write_partition_status() {
+        std::vector<Datum> parts, highs, idles;
+        for (const auto& [p, h] : high_) {
+            parts.push_back(Int32GetDatum(p));
+            highs.push_back(Int64GetDatum(h));
+            idles.push_back(BoolGetDatum(pipeline_->watermark().is_idle(p)));
+        }
+        if (parts.empty()) return;
+        spi_exec("INSERT INTO stoatflow.partition_status (source_id, partition, high_watermark, idle, updated_at) "
+                 "SELECT $1, p, h, i, now() FROM unnest($2, $3, $4) AS u(p, h, i) "
+                 "ON CONFLICT (source_id, partition) DO UPDATE SET high_watermark = EXCLUDED.high_watermark, "
+                 "idle = EXCLUDED.idle, updated_at = EXCLUDED.updated_at",
+                 {arg_int32(source_id_), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+                  {INT8ARRAYOID, make_array(highs, {}, INT8OID)}, {BOOLARRAYOID, make_array(idles, {}, BOOLOID)}});
+    }
+
+    void set_status(const std::string& status, const std::string& error) {
+        if (status == status_ && error == error_) return;
+        status_ = status;
+        error_ = error;
+        try {
+            in_transaction([&] {
+                if (!extension_present()) return;
+                spi_exec("INSERT INTO stoatflow.source_status (source_id, status, last_error, updated_at) "
+                         "SELECT $1, $2, nullif($3, ''), now() WHERE EXISTS "
+                         "(SELECT 1 FROM stoatflow.source WHERE source_id = $1) "
+                         "ON CONFLICT (source_id) DO UPDATE SET status = EXCLUDED.status, "
+                         "last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at",
+                         {arg_int32(source_id_), arg_text(status), arg_text(error)});
+                if (status == "running")
+                    spi_exec("UPDATE stoatflow.aggregation_progress p SET last_error = NULL FROM stoatflow.aggregation a "
+                             "WHERE a.aggregation_id = p.aggregation_id AND a.source_id = $1 AND p.last_error IS NOT NULL",
+                             {arg_int32(source_id_)});
+                if (status == "error" && !error.empty())
+                    spi_exec("UPDATE stoatflow.aggregation_progress p SET last_error = $2 FROM stoatflow.aggregation a "
+                             "WHERE a.aggregation_id = p.aggregation_id AND a.source_id = $1",
+                             {arg_int32(source_id_), arg_text(error)});
+            });
+        } catch (const std::exception&) {
+            // Status is best effort; the error itself is logged by fail().
+        }
+    }
+
+    void fail(const std::string& what) {
+        pipeline_.reset();
+        consumer_.reset();
+        const std::string msg = what;
+        pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
+        last_kafka_error_ = msg;
+        set_status("error", msg);
+    }
+
+    std::int32_t source_id_;
+    std::unique_ptr<SourcePipeline> pipeline_;
+    std::unique_ptr<kafka::Consumer> consumer_;
+    std::string topic_;
+    std::size_t partitions_ = 0;
+    std::map<std::int32_t, std::int64_t> high_;
+    std::string signature_;
+    std::string status_, error_;
+    core::Millis last_commit_ = 0;
+    core::Millis committed_w_ = core::kNoTime;
+    bool offsets_moved_ = false;
+    bool status_moved_ = false;
+    bool eof_seen_ = false;
+    std::string last_kafka_error_;
+    core::Millis last_error_at_ = 0, last_progress_at_ = 0;
+};
+
+// ---------------------------------------------------------------------------------
+// Launcher
+
+struct Running {
+    BackgroundWorkerHandle* handle = nullptr;
+    core::Millis next_start = 0;
+    core::Millis started_at = 0;
+    int failures = 0;
+};
+
+void start_worker(std::int32_t id, const std::string& name, Running& r) {
+    BackgroundWorker w;
+    memset(&w, 0, sizeof w);
+    w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    w.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    w.bgw_restart_time = BGW_NEVER_RESTART;  // the launcher restarts it, with backoff
+    snprintf(w.bgw_library_name, BGW_MAXLEN, "stoatflow");
+    snprintf(w.bgw_function_name, BGW_MAXLEN, "stoatflow_source_worker_main");
+    snprintf(w.bgw_name, BGW_MAXLEN, "stoatflow source %s", name.c_str());
+    snprintf(w.bgw_type, BGW_MAXLEN, "stoatflow source %s", name.c_str());
+    w.bgw_main_arg = Int32GetDatum(id);
+    w.bgw_notify_pid = MyProcPid;
+    BackgroundWorkerHandle* handle = nullptr;
+    const bool ok = pg_call([&] {
+        MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+        const bool registered = RegisterDynamicBackgroundWorker(&w, &handle);
+        MemoryContextSwitchTo(old);
+        return registered;
+    });
+    if (ok) {
+        r.handle = handle;
+        r.started_at = wall_now();
+    } else {
+        pg_call([] { elog(WARNING, "stoatflow: no background worker slot free (max_worker_processes)"); });
+        r.next_start = wall_now() + 10000;
+    }
+}
+
+void run_launcher() {
+    std::map<std::int32_t, Running> workers;
+    while (!got_sigterm) {
+        std::map<std::int32_t, std::string> sources;
+        try {
+            in_transaction([&] {
+                if (!extension_present()) return;
+                const auto n = spi_exec("SELECT source_id, source_name FROM stoatflow.source");
+                for (std::uint64_t r = 0; r < n; ++r)
+                    sources[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_text(r, 2);
+            });
+        } catch (const std::exception& e) {
+            const std::string msg = e.what();
+            pg_call([&] { elog(LOG, "stoatflow launcher: %s", msg.c_str()); });
+        }
+        const core::Millis now = wall_now();
+        for (auto it = workers.begin(); it != workers.end();) {
+            if (!sources.count(it->first)) {
+                if (it->second.handle) pg_call([&] { TerminateBackgroundWorker(it->second.handle); });
+                it = workers.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        for (const auto& [id, name] : sources) {
+            Running& r = workers[id];
+            if (r.handle) {
+                pid_t pid;
+                const auto st = pg_call([&] { return GetBackgroundWorkerPid(r.handle, &pid); });
+                if (st != BGWH_STOPPED) {
+                    if (now - r.started_at > 60000) r.failures = 0;
+                    continue;
+                }
+                r.handle = nullptr;  // exited or crashed: restart with backoff
+                r.failures = std::min(r.failures + 1, 6);
+                r.next_start = now + std::min<core::Millis>(kMaxBackoffMs, 500LL << r.failures);
+            }
+            if (now >= r.next_start) start_worker(id, name, r);
+        }
+        wait_ms(1000);
+    }
+}
+
+}  // namespace
+
+void register_launcher() {
+    BackgroundWorker w;
+    memset(&w, 0, sizeof w);
+    w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    w.bgw_start_time = BgWorkerStart_RecoveryFinished;
+    w.bgw_restart_time = 5;
+    snprintf(w.bgw_library_name, BGW_MAXLEN, "stoatflow");
+    snprintf(w.bgw_function_name, BGW_MAXLEN, "stoatflow_launcher_main");
+    snprintf(w.bgw_name, BGW_MAXLEN, "stoatflow launcher");
+    snprintf(w.bgw_type, BGW_MAXLEN, "stoatflow launcher");
+    RegisterBackgroundWorker(&w);
+}
+
+}  // namespace stoatflow::pg
+
+using namespace stoatflow::pg;
+
+void stoatflow_launcher_main(Datum) {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, handle_sigterm);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(database_name, nullptr, 0);
+    pgstat_report_appname("stoatflow launcher");
+    cpp_call([] { run_launcher(); });
+    proc_exit(0);
+}
+
+void stoatflow_source_worker_main(Datum arg) {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, handle_sigterm);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(database_name, nullptr, 0);
+    const int32 id = DatumGetInt32(arg);
+    cpp_call([id] { SourceWorker(id).run(); });
+    proc_exit(0);
+}
