@@ -12,6 +12,13 @@ pg_regress="$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress"
 
 bash test/check_schedule.sh
 
+# The end-to-end tests consume from a mock Kafka cluster (librdkafka's) on 127.0.0.1; its
+# address reaches them as $KAFKA_BROKERS (psql: \getenv). Topics: name:partitions.
+# shellcheck source=test/kafka/mock_broker.sh
+source test/kafka/mock_broker.sh
+trap 'mock_broker_stop' EXIT
+mock_broker_start e2e_pageviews:2 e2e_idle:2 e2e_faults:1
+
 # pg_regress, initdb and the server need a tree they own: copy the inputs into a scratch dir.
 run_as=()
 tmp_root=${TMPDIR:-/tmp}
@@ -20,7 +27,7 @@ if [ "$(id -u)" -eq 0 ]; then
     tmp_root=/tmp
 fi
 work=$(mktemp -d "$tmp_root/stoatflow-regress.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; mock_broker_stop' EXIT
 cp -r sql expected test/schedule test/pg_regress.conf "$work/"
 if [ "$(id -u)" -eq 0 ]; then
     chown -R postgres: "$work"
@@ -33,6 +40,7 @@ status=0
     --inputdir="$work" --outputdir="$work" \
     --bindir="$bindir" \
     --schedule="$work/schedule" \
+    --dbname=contrib_regression \
     --encoding=UTF8 --no-locale \
     ${REGRESS_PORT:+--port="$REGRESS_PORT"}) || status=$?
 

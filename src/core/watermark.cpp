@@ -68,15 +68,22 @@ Millis Watermark::tick(Millis now) {
 }
 
 void Watermark::recompute() {
-    Millis min_max = kNoTime;
+    Millis min_max = kNoTime, idle_max = kNoTime;
     bool any = false;
     for (const auto& [id, p] : parts_) {
         if (p.holds_data) return;  // a partition with data not yet read pins W
-        if (p.max == kNoTime || p.idle) continue;
+        if (p.max == kNoTime) continue;
+        if (p.idle) {
+            idle_max = std::max(idle_max, p.max);
+            continue;
+        }
         min_max = any ? std::min(min_max, p.max) : p.max;
         any = true;
     }
-    if (!any) return;
+    // Idle partitions hold nothing back; when every partition is idle the stream as a
+    // whole has reached its newest record (whose own window still stays open).
+    if (!any) min_max = idle_max;
+    if (min_max == kNoTime) return;
     const Millis candidate = min_max - max_ooo_;
     if (w_ == kNoTime || candidate > w_) w_ = candidate;
 }

@@ -4,6 +4,15 @@
 
 #include "stoatflow/core/error.hpp"
 
+// Match the packaged library's build (its pkg-config Cflags), whichever build compiles us.
+#ifndef SIMDJSON_THREADS_ENABLED
+#define SIMDJSON_THREADS_ENABLED 1
+#endif
+// Without NDEBUG (the PGXS build) simdjson turns on its development checks, which cost speed
+// and abort() on API misuse inside the server. Off unless asked for: the fuzzer turns them on.
+#ifndef SIMDJSON_DEVELOPMENT_CHECKS
+#define SIMDJSON_DEVELOPMENT_CHECKS 0
+#endif
 #include <simdjson.h>
 
 #include <algorithm>
@@ -11,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <system_error>
 
 namespace stoatflow::kafka {
@@ -200,25 +210,38 @@ void append_excerpt(std::string& out, std::string_view s, bool quoted = true) {
 
 const char* kind_name(Seen s) {
     switch (s) {
-    case Seen::Absent: return "missing";
-    case Seen::Null: return "null";
-    case Seen::Bool: return "a boolean";
-    case Seen::String: return "a string";
-    case Seen::Number: return "a number";
-    case Seen::Object: return "an object";
-    case Seen::Array: return "an array";
+    case Seen::Absent:
+        return "missing";
+    case Seen::Null:
+        return "null";
+    case Seen::Bool:
+        return "a boolean";
+    case Seen::String:
+        return "a string";
+    case Seen::Number:
+        return "a number";
+    case Seen::Object:
+        return "an object";
+    case Seen::Array:
+        return "an array";
     }
     return "?";
 }
 
 Seen seen_of(od::json_type t) {
     switch (t) {
-    case od::json_type::array: return Seen::Array;
-    case od::json_type::object: return Seen::Object;
-    case od::json_type::number: return Seen::Number;
-    case od::json_type::string: return Seen::String;
-    case od::json_type::boolean: return Seen::Bool;
-    case od::json_type::null: return Seen::Null;
+    case od::json_type::array:
+        return Seen::Array;
+    case od::json_type::object:
+        return Seen::Object;
+    case od::json_type::number:
+        return Seen::Number;
+    case od::json_type::string:
+        return Seen::String;
+    case od::json_type::boolean:
+        return Seen::Bool;
+    case od::json_type::null:
+        return Seen::Null;
     }
     return Seen::Absent;
 }
@@ -245,16 +268,26 @@ std::int64_t days_since_epoch(std::int64_t y, int m, int d) {
 
 const char* to_string(DecodeError e) {
     switch (e) {
-    case DecodeError::None: return "";
-    case DecodeError::InvalidJson: return "invalid_json";
-    case DecodeError::NotAnObject: return "not_an_object";
-    case DecodeError::MissingKey: return "missing_key";
-    case DecodeError::BadKey: return "bad_key";
-    case DecodeError::MissingTime: return "missing_time";
-    case DecodeError::BadTime: return "bad_time";
-    case DecodeError::TimeOutOfRange: return "time_out_of_range";
-    case DecodeError::NonNumericValue: return "non_numeric_value";
-    case DecodeError::InvalidText: return "invalid_text";
+    case DecodeError::None:
+        return "";
+    case DecodeError::InvalidJson:
+        return "invalid_json";
+    case DecodeError::NotAnObject:
+        return "not_an_object";
+    case DecodeError::MissingKey:
+        return "missing_key";
+    case DecodeError::BadKey:
+        return "bad_key";
+    case DecodeError::MissingTime:
+        return "missing_time";
+    case DecodeError::BadTime:
+        return "bad_time";
+    case DecodeError::TimeOutOfRange:
+        return "time_out_of_range";
+    case DecodeError::NonNumericValue:
+        return "non_numeric_value";
+    case DecodeError::InvalidText:
+        return "invalid_text";
     }
     return "unknown";
 }
@@ -279,8 +312,7 @@ bool parse_iso8601(std::string_view s, Millis& out) {
     };
 
     int year, month, day, hour, minute, second;
-    if (!number(4, year) || !literal('-') || !number(2, month) || !literal('-') ||
-        !number(2, day))
+    if (!number(4, year) || !literal('-') || !number(2, month) || !literal('-') || !number(2, day))
         return false;
     if (p == end || (*p != 'T' && *p != 't' && *p != ' ')) return false;
     ++p;
@@ -503,7 +535,8 @@ struct JsonDecoder::Impl {
             return tok == "true" || tok == "false" ? simdjson::SUCCESS : simdjson::T_ATOM_ERROR;
         case od::json_type::null:
             return tok == "null" ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
-        default: return simdjson::TAPE_ERROR;
+        default:
+            return simdjson::TAPE_ERROR;
         }
     }
 
@@ -531,15 +564,23 @@ struct JsonDecoder::Impl {
         }
         const std::size_t need = len + simdjson::SIMDJSON_PADDING;
         if (need > buf_cap) {
+            // Grow by doubling, the parser with the buffer, so a stream of slowly growing
+            // messages does not reallocate on every record.
             const std::size_t cap = std::max({need, buf_cap * 2, std::size_t{4096}});
             buf = std::make_unique<char[]>(cap);
             buf_cap = cap;
+            const error_code e = parser.allocate(cap - simdjson::SIMDJSON_PADDING);
+            if (e == simdjson::MEMALLOC) throw std::bad_alloc();
+            if (e) return invalid_json(e);  // CAPACITY: beyond simdjson's 4 GiB limit
         }
         std::memcpy(buf.get(), payload, len);
         std::memset(buf.get() + len, 0, simdjson::SIMDJSON_PADDING);
 
         od::document doc;
-        if (auto e = parser.iterate(buf.get(), len, buf_cap).get(doc)) return invalid_json(e);
+        if (auto e = parser.iterate(buf.get(), len, buf_cap).get(doc)) {
+            if (e == simdjson::MEMALLOC) throw std::bad_alloc();
+            return invalid_json(e);
+        }
         od::json_type type;
         if (auto e = doc.type().get(type)) return invalid_json(e);
         error_code e = simdjson::SUCCESS;
@@ -600,9 +641,13 @@ struct JsonDecoder::Impl {
             case Seen::Object:
             case Seen::Array:
                 return field_error(DecodeError::BadKey, cfg.key_path, kind_name(s.seen));
-            case Seen::Bool: text = s.boolean ? "true" : "false"; break;
+            case Seen::Bool:
+                text = s.boolean ? "true" : "false";
+                break;
             case Seen::String:
-            case Seen::Number: text = s.text; break;
+            case Seen::Number:
+                text = s.text;
+                break;
             }
         }
         if (auto e = check_key_text(text); e != DecodeError::None) return e;
@@ -634,10 +679,12 @@ struct JsonDecoder::Impl {
         bool in_range = false;
         switch (s.seen) {
         case Seen::Absent:
-        case Seen::Null: return field_error(DecodeError::MissingTime, path, kind_name(s.seen));
+        case Seen::Null:
+            return field_error(DecodeError::MissingTime, path, kind_name(s.seen));
         case Seen::Bool:
         case Seen::Object:
-        case Seen::Array: return field_error(DecodeError::BadTime, path, kind_name(s.seen));
+        case Seen::Array:
+            return field_error(DecodeError::BadTime, path, kind_name(s.seen));
         case Seen::String:
             if (!parse_iso8601(s.text, out)) {
                 field_error(DecodeError::BadTime, path, "not an ISO-8601 time: ");
@@ -677,7 +724,8 @@ struct JsonDecoder::Impl {
             const Slot& s = slots[value_slots[i]];
             switch (s.seen) {
             case Seen::Absent:
-            case Seen::Null: break;
+            case Seen::Null:
+                break;
             case Seen::Number:
                 if (s.num == NumKind::Int) {
                     out[i] = core::Value::of_int(s.i);

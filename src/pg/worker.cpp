@@ -50,7 +50,9 @@ namespace {
 constexpr int kPollTimeoutMs = 100;
 constexpr std::size_t kPollBatch = 10000;
 constexpr std::int64_t kMaxRecordsPerCommit = 500000;  // bounds memory between commits
-constexpr int kKafkaTimeoutMs = 10000;
+// Broker calls block the worker (SIGTERM waits for them): keep each one short and let
+// the retry loop with backoff do the waiting.
+constexpr int kKafkaTimeoutMs = 2000;
 constexpr core::Millis kMaxBackoffMs = 30000;
 
 volatile sig_atomic_t got_sigterm = 0;
@@ -249,6 +251,12 @@ private:
     }
 
     void commit(bool final) {
+        if (final) {
+            // A dropped source has nothing left to commit to.
+            bool exists = false;
+            in_transaction([&] { exists = source_exists(); });
+            if (!exists) return;
+        }
         const core::Millis w = pipeline_->watermark().current();
         const bool changed = pipeline_->records_since_commit() > 0 || offsets_moved_ || w != committed_w_ ||
                              status_moved_;

@@ -115,3 +115,17 @@ TEST(Watermark, EmptyPartitionThatReceivesDataHoldsAgain) {
     wm.data_pending(1);  // no effect once it has delivered
     EXPECT_EQ(wm.observe(0, 300), 150);
 }
+
+TEST(Watermark, WhenEveryPartitionIsIdleWFollowsTheNewestRecord) {
+    Watermark wm(10, /*idle_timeout=*/1000);
+    wm.assign(0, true);
+    wm.assign(1, true);
+    wm.observe(0, 100'000, 0);
+    wm.observe(1, 5'000, 0);
+    wm.caught_up(0, 0);
+    wm.caught_up(1, 0);
+    EXPECT_EQ(wm.current(), 4'990);
+    EXPECT_EQ(wm.tick(999), 4'990);
+    EXPECT_EQ(wm.tick(1000), 99'990);  // both idle: the newest record counts
+    EXPECT_EQ(wm.observe(1, 6'000, 2000), 99'990);  // never back
+}

@@ -33,6 +33,7 @@ public:
     // The consumer reached the end of `partition` (caught up) at wall time `now`.
     void caught_up(std::int32_t partition, Millis now);
     // Wall clock tick: partitions caught up and silent for idle_timeout stop holding W.
+    // When all are idle, W follows the newest record of any partition.
     Millis tick(Millis now);
 
     Millis current() const { return w_; }

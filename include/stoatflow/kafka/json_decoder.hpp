@@ -57,6 +57,7 @@ public:
 
     // payload: the message value; key: the Kafka message key (nullptr if it has none);
     // kafka_ts: the Kafka timestamp in ms, or core::kNoTime. On an error `out` is unspecified.
+    // Any bytes are safe input; the only exception is std::bad_alloc.
     DecodeError decode(const char* payload, std::size_t len, const char* key, std::size_t key_len,
                        core::Millis kafka_ts, Decoded& out);
 

@@ -1,0 +1,86 @@
+-- End to end through Kafka: records produced with kcat into the mock cluster, consumed by
+-- the source's background worker, windowed, committed; wait_caught_up() makes it
+-- deterministic. One source feeds four aggregations (one per window kind, both emit
+-- strategies); then late and malformed records; then an idle partition.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS stoatflow;
+RESET client_min_messages;
+\set SHOW_CONTEXT never
+SET timezone = 'UTC';
+\getenv brokers KAFKA_BROKERS
+
+-- The records exist before the source starts: both partitions hold data, so the watermark
+-- waits for both (each partition is in event-time order; the watermark is their minimum).
+\! printf '%s\n' '{"user":"u1","ts":"2026-11-30T10:01:00Z","amount":1}' '{"user":"u1","ts":"2026-11-30T10:02:30Z","amount":2}' '{"user":"u1","ts":"2026-11-30T10:04:00Z","amount":3}' '{"user":"u1","ts":"2026-11-30T10:06:00Z","amount":4}' '{"user":"u1","ts":"2026-11-30T10:30:00Z","amount":5}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_pageviews -p 0 >/dev/null 2>&1
+\! printf '%s\n' '{"user":"u2","ts":"2026-11-30T10:00:30Z","amount":10}' '{"user":"u2","ts":"2026-11-30T10:03:00Z","amount":20}' '{"user":"u2","ts":"2026-11-30T10:08:00Z","amount":30}' '{"user":"u2","ts":"2026-11-30T10:31:00Z","amount":40}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_pageviews -p 1 >/dev/null 2>&1
+
+SELECT stoatflow.create_source('pv', 'e2e_pageviews', :'brokers', key => 'user', event_time => 'ts',
+    max_out_of_orderness => '10 seconds');
+SELECT stoatflow.create_aggregation('pv_tumbling', 'pv', stoatflow.tumbling('5 minutes'),
+    'count(*) AS views, sum(amount) AS revenue', 'e2e_tumbling');
+SELECT stoatflow.create_aggregation('pv_hopping', 'pv', stoatflow.hopping('10 minutes', '5 minutes'),
+    'count(*) AS views', 'e2e_hopping', emit => 'on_window_close');
+SELECT stoatflow.create_aggregation('pv_sliding', 'pv', stoatflow.sliding('5 minutes'),
+    'count(*) AS views', 'e2e_sliding');
+SELECT stoatflow.create_aggregation('pv_session', 'pv', stoatflow.session('5 minutes'),
+    'count(*) AS views, sum(amount) AS revenue', 'e2e_session', emit => 'on_window_close');
+SELECT stoatflow.wait_caught_up('pv', '60 seconds');
+
+-- W = 10:31:00 (partition 1) … but partition 0 ends at 10:30:00: W = 10:30:00 − 10 s
+SELECT watermark FROM stoatflow.stats WHERE aggregation_name = 'pv_tumbling';
+SELECT key, window_start, window_end, views, revenue, event_time, final FROM e2e_tumbling ORDER BY 1, 2;
+-- on_window_close: only closed windows, all final
+SELECT key, window_start, window_end, views, final FROM e2e_hopping ORDER BY 1, 2;
+SELECT key, window_start, window_end, views, final FROM e2e_sliding ORDER BY 1, 2;
+SELECT key, window_start, window_end, views, revenue, event_time, final FROM e2e_session ORDER BY 1, 2;
+
+-- A late record (10:01:30 after W passed 10:05), a malformed one and one without time
+\! printf '%s\n' '{"user":"u1","ts":"2026-11-30T10:01:30Z","amount":100}' 'this is not json' '{"user":"u1","amount":7}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_pageviews -p 0 >/dev/null 2>&1
+SELECT stoatflow.wait_caught_up('pv', '60 seconds');
+SELECT aggregation_name, records_in, dropped_late_window, dropped_late_session, dead_letters
+  FROM stoatflow.stats WHERE source_name = 'pv' ORDER BY 1;
+SELECT partition, "offset", reason, payload FROM stoatflow.dead_letters WHERE source_name = 'pv' ORDER BY 1, 2;
+-- the late record changed nothing
+SELECT key, window_start, views, revenue, final FROM e2e_tumbling WHERE key = 'u1' ORDER BY 2;
+-- the source and its partitions, as the worker reports them
+SELECT source_name, status, partition, committed_offset, high_watermark, lag FROM stoatflow.sources
+ WHERE source_name = 'pv' ORDER BY partition;
+SELECT backend_type FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow%' ORDER BY 1;
+
+-- An idle partition holds the watermark back; idle_timeout releases it.
+-- Partition 0 runs to 100 s, partition 1 stops at 5 s.
+\! for t in 0 10000 20000 30000 40000 50000 60000 70000 80000 90000 100000; do echo "{\"user\":\"a\",\"ts\":$t}"; done | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_idle -p 0 >/dev/null 2>&1
+\! printf '%s\n' '{"user":"b","ts":0}' '{"user":"b","ts":5000}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_idle -p 1 >/dev/null 2>&1
+SELECT stoatflow.create_source('idle_hold', 'e2e_idle', :'brokers', key => 'user', event_time => 'ts',
+    max_out_of_orderness => '0');
+SELECT stoatflow.create_source('idle_release', 'e2e_idle', :'brokers', key => 'user', event_time => 'ts',
+    max_out_of_orderness => '0', idle_timeout => '1 second');
+SELECT stoatflow.create_aggregation('idle_hold_10s', 'idle_hold', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'idle_hold_10s');
+SELECT stoatflow.create_aggregation('idle_release_10s', 'idle_release', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'idle_release_10s');
+SELECT stoatflow.wait_caught_up('idle_hold', '60 seconds'), stoatflow.wait_caught_up('idle_release', '60 seconds');
+SELECT pg_sleep(2.5);
+SELECT aggregation_name, extract(epoch FROM watermark) AS watermark_s FROM stoatflow.stats
+ WHERE aggregation_name LIKE 'idle%' ORDER BY 1;
+SELECT count(*) FILTER (WHERE final) AS final_windows, count(*) AS windows FROM idle_hold_10s;
+SELECT count(*) FILTER (WHERE final) AS final_windows, count(*) AS windows FROM idle_release_10s;
+SELECT partition, idle FROM stoatflow.sources WHERE source_name = 'idle_release' ORDER BY 1;
+
+-- wait_caught_up honours its timeout when the broker cannot be reached
+SELECT stoatflow.create_source('nowhere', 'e2e_idle', '127.0.0.1:1');
+SELECT stoatflow.wait_caught_up('nowhere', '1 second');
+SELECT stoatflow.wait_caught_up('no_such_source');
+\echo :LAST_ERROR_SQLSTATE
+
+SELECT stoatflow.drop_source('pv', cascade => true);
+SELECT stoatflow.drop_source('idle_hold', cascade => true);
+SELECT stoatflow.drop_source('idle_release', cascade => true);
+SELECT stoatflow.drop_source('nowhere');
+DROP TABLE e2e_tumbling, e2e_hopping, e2e_sliding, e2e_session, idle_hold_10s, idle_release_10s;
+-- workers of dropped sources stop (polled: at most 20 s)
+DO $$ BEGIN
+    FOR i IN 1 .. 200 LOOP
+        EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow source%');
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END $$;
+SELECT count(*) AS source_workers FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow source%';
