@@ -52,3 +52,12 @@ regress:
 
 check-schedule:
 	bash test/check_schedule.sh
+
+.PHONY: demo test
+# The main job in one command: build, throwaway PostgreSQL + mock Kafka, sample events, results.
+demo:
+	bash demo/run.sh
+
+# Every test: core unit tests (+ sanitizers in CI), pg_regress, process-level tests.
+test:
+	bash test/run_all.sh

@@ -449,7 +449,7 @@ void register_launcher() {
     memset(&w, 0, sizeof w);
     w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
     w.bgw_start_time = BgWorkerStart_RecoveryFinished;
-    w.bgw_restart_time = 5;
+    w.bgw_restart_time = 1;
     snprintf(w.bgw_library_name, BGW_MAXLEN, "stoatflow");
     snprintf(w.bgw_function_name, BGW_MAXLEN, "stoatflow_launcher_main");
     snprintf(w.bgw_name, BGW_MAXLEN, "stoatflow launcher");
