@@ -29,6 +29,9 @@ SELECT stoatflow.wait_caught_up('pv', '60 seconds');
 -- W = 10:31:00 (partition 1) … but partition 0 ends at 10:30:00: W = 10:30:00 − 10 s
 SELECT watermark FROM stoatflow.stats WHERE aggregation_name = 'pv_tumbling';
 SELECT key, window_start, window_end, views, revenue, event_time, final FROM e2e_tumbling ORDER BY 1, 2;
+-- freshness: wall time from a window's close point to its emission, measured per commit
+SELECT aggregation_name, freshness_lag BETWEEN '0' AND '30 seconds' AS fresh, last_commit_at IS NOT NULL AS committed
+  FROM stoatflow.stats WHERE source_name = 'pv' ORDER BY 1;
 -- on_window_close: only closed windows, all final
 SELECT key, window_start, window_end, views, final FROM e2e_hopping ORDER BY 1, 2;
 SELECT key, window_start, window_end, views, final FROM e2e_sliding ORDER BY 1, 2;

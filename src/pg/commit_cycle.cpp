@@ -225,13 +225,16 @@ void SourcePipeline::write_aggregation(Aggregation& agg, const core::CommitOutpu
     const core::Millis frontier = watermark_.current();
     expire_segments(agg, frontier);
     const auto& st = agg.engine->stats();
-    (void)now;
+    bool closed_some = false;
+    for (const auto& u : out.upserts) closed_some |= u.final;
+    if (closed_some) agg.freshness_lag = w_moved_at_ > 0 ? std::max<core::Millis>(0, now - w_moved_at_) : 0;
     spi_exec(
         "UPDATE stoatflow.aggregation_progress SET emit_frontier_ms = $2, records_in = $3, "
         "dropped_late_window = $4, dropped_late_session = $5, windows_emitted = $6, "
         "windows_reemitted = $7, sessions_merged = $8, state_rows_written = $9, "
         "state_bytes_written = $10, open_windows = $11, keys_with_open_windows = $12, "
-        "last_commit_at = now(), last_error = NULL WHERE aggregation_id = $1",
+        "freshness_lag_ms = coalesce($13, freshness_lag_ms), last_commit_at = now(), last_error = NULL "
+        "WHERE aggregation_id = $1",
         {arg_int32(agg.def.id), frontier == core::kNoTime ? arg_null(INT8OID) : arg_int64(frontier),
          arg_int64(agg.base.records_in + st.records_in),
          arg_int64(agg.base.dropped_late_window + st.dropped_late_window),
@@ -240,7 +243,8 @@ void SourcePipeline::write_aggregation(Aggregation& agg, const core::CommitOutpu
          arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
          arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
          arg_int64(agg.state_bytes), arg_int64(static_cast<std::int64_t>(agg.engine->open_windows())),
-         arg_int64(static_cast<std::int64_t>(agg.engine->keys_with_open_windows()))});
+         arg_int64(static_cast<std::int64_t>(agg.engine->keys_with_open_windows())),
+         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag)});
 }
 
 void SourcePipeline::commit(core::Millis now) {
@@ -288,6 +292,8 @@ void SourcePipeline::commit(core::Millis now) {
                   {INT8ARRAYOID, make_array(offsets, {}, INT8OID)}});
     }
     records_since_commit_ = 0;
+    w_at_commit_ = w;
+    w_moved_at_ = 0;
 }
 
 }  // namespace stoatflow::pg

@@ -106,6 +106,7 @@ void SourcePipeline::restore() {
         next_offsets_[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_int64(r, 2);
 
     const core::Millis w = watermark_.current();
+    w_at_commit_ = w;
     for (auto& a : aggs_) {
         if (spi_exec("SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
                      "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written "
@@ -127,6 +128,11 @@ void SourcePipeline::restore() {
     }
 }
 
+void SourcePipeline::tick(core::Millis now) {
+    const core::Millis w = watermark_.tick(now);
+    if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+}
+
 bool SourcePipeline::note_end_of_partition(std::int32_t partition, std::int64_t offset) {
     auto it = next_offsets_.find(partition);
     if (it != next_offsets_.end() && it->second >= offset) return false;
@@ -146,6 +152,7 @@ void SourcePipeline::process(std::int32_t partition, std::int64_t offset, const 
         return;
     }
     const core::Millis w = watermark_.observe(partition, decoded_.time, now);
+    if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
     for (auto& a : aggs_) {
         for (std::size_t i = 0; i < a.value_index.size(); ++i)
             a.values[i] = a.value_index[i] < 0 ? core::Value::missing() : decoded_.values[a.value_index[i]];

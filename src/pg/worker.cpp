@@ -217,7 +217,7 @@ private:
             if (h > pos && pipeline_->watermark().partition_max(p) == core::kNoTime)
                 pipeline_->watermark().data_pending(p);
         }
-        pipeline_->watermark().tick(now);
+        pipeline_->tick(now);
         progress |= eof_seen_;
         eof_seen_ = false;
         // Transport errors are retried by librdkafka; the source shows 'error' while they

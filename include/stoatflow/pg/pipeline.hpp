@@ -46,6 +46,9 @@ public:
     void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
                  const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now);
 
+    // Wall clock tick: idle partitions may release the watermark.
+    void tick(core::Millis now);
+
     // The consumer reached the end of a partition at `offset`: nothing before it is left to
     // read (gaps from compaction or transaction markers included). Returns true if the
     // committed position moves.
@@ -69,7 +72,7 @@ public:
         std::map<core::Millis, Segment> segments;
         core::AggregationStats base;   // counters committed before this pipeline started
         std::int64_t state_rows = 0, state_bytes = 0;
-        std::vector<core::Millis> first_emit_lag;  // scratch
+        core::Millis freshness_lag = -1;  // of the last commit that closed windows
         std::string upsert_sql, delete_sql;
     };
     const std::vector<Aggregation>& aggregations() const { return aggs_; }
@@ -90,6 +93,10 @@ private:
     std::vector<DeadLetter> dead_;
     std::int64_t commit_seq_ = 0;
     std::int64_t records_since_commit_ = 0;
+    // Wall time the watermark first moved since the last commit: windows it closed are
+    // emitted at the next commit, so their freshness lag is commit time minus this.
+    core::Millis w_moved_at_ = 0;
+    core::Millis w_at_commit_ = core::kNoTime;
 };
 
 // Reads the newest version of every window of an aggregation (tombstones included) from
