@@ -1,0 +1,172 @@
+// libFuzzer target for the JSON record decoder and parse_iso8601: any bytes as payload and
+// key must give a verdict without a crash, and the verdict must agree with simdjson's DOM parser.
+//
+// Oracles: every input is also parsed by the (fully validating) DOM parser. Where DOM accepts
+// the document the decoder must not say invalid_json, and the fields it extracts must match a
+// DOM lookup of the same paths (last duplicate member wins); where DOM rejects it for any reason
+// but an unrepresentable number (which the decoder handles: big integers become doubles) the
+// decoder must say invalid_json. parse_iso8601 results must survive a format/parse round trip.
+#include "stoatflow/core/time.hpp"
+#include "stoatflow/kafka/json_decoder.hpp"
+
+#include <simdjson.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <string_view>
+#include <vector>
+
+using namespace stoatflow;
+using stoatflow::kafka::DecodeError;
+
+namespace {
+
+#define FUZZ_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            std::fprintf(stderr, "fuzz check failed at line %d: %s\n", __LINE__, #cond);           \
+            std::abort();                                                                          \
+        }                                                                                          \
+    } while (0)
+
+bool clean_text(const std::string& s) {
+    return std::memchr(s.data(), '\0', s.size()) == nullptr &&
+           simdjson::validate_utf8(s.data(), s.size());
+}
+
+// The DOM element at a dotted path, the last of duplicate members winning; false if absent.
+bool dom_lookup(simdjson::dom::element root, std::string_view path, simdjson::dom::element& out) {
+    simdjson::dom::element cur = root;
+    while (true) {
+        const std::size_t dot = path.find('.');
+        const std::string_view name = path.substr(0, dot);
+        simdjson::dom::object obj;
+        if (cur.get_object().get(obj)) return false;
+        bool found = false;
+        for (auto field : obj) {
+            if (field.key == name) {
+                cur = field.value;
+                found = true;
+            }
+        }
+        if (!found) return false;
+        if (dot == std::string_view::npos) break;
+        path.remove_prefix(dot + 1);
+    }
+    out = cur;
+    return true;
+}
+
+void check_value(simdjson::dom::element root, std::string_view path, const core::Value& v) {
+    simdjson::dom::element e;
+    if (!dom_lookup(root, path, e) || e.is_null()) {
+        FUZZ_CHECK(v.kind == core::Value::Kind::Missing);
+        return;
+    }
+    std::int64_t i;
+    std::uint64_t u;
+    double d;
+    if (!e.get_int64().get(i)) {
+        FUZZ_CHECK(v.kind == core::Value::Kind::Int && v.i == i);
+    } else if (!e.get_uint64().get(u)) {
+        FUZZ_CHECK(v.kind == core::Value::Kind::Double && v.d == static_cast<double>(u));
+    } else if (!e.get_double().get(d)) {
+        FUZZ_CHECK(v.kind == core::Value::Kind::Double && v.d == d);
+    } else {
+        FUZZ_CHECK(false);  // a non-number cannot have decoded
+    }
+}
+
+void check_against_dom(const std::uint8_t* data, std::size_t size, DecodeError got,
+                       const kafka::Decoded& out) {
+    static simdjson::dom::parser dom;
+    simdjson::dom::element root;
+    const simdjson::error_code err = dom.parse(data, size).get(root);
+    if (err == simdjson::NUMBER_ERROR) return;  // e.g. 1e400 or 2^64: DOM gives up, we do not
+    if (err) {
+        FUZZ_CHECK(got == DecodeError::InvalidJson);
+        return;
+    }
+    FUZZ_CHECK(got != DecodeError::InvalidJson);
+    FUZZ_CHECK((got == DecodeError::NotAnObject) == !root.is_object());
+    if (got != DecodeError::None) return;
+
+    simdjson::dom::element e;
+    FUZZ_CHECK(dom_lookup(root, "user.id", e));
+    std::string_view s;
+    std::int64_t i;
+    if (!e.get_string().get(s)) FUZZ_CHECK(out.key == s);
+    if (!e.get_int64().get(i) && i != 0) FUZZ_CHECK(out.key == std::to_string(i));
+    if (e.is_bool()) FUZZ_CHECK(out.key == (e.get_bool().value_unsafe() ? "true" : "false"));
+
+    FUZZ_CHECK(dom_lookup(root, "ts", e));
+    double d;
+    core::Millis t;
+    if (!e.get_int64().get(i))
+        FUZZ_CHECK(out.time == i);
+    else if (!e.get_double().get(d))
+        FUZZ_CHECK(out.time == static_cast<core::Millis>(std::floor(d)));
+    else if (!e.get_string().get(s))
+        FUZZ_CHECK(kafka::parse_iso8601(s, t) && out.time == t);
+    else
+        FUZZ_CHECK(false);
+
+    check_value(root, "amount", out.values[0]);
+    check_value(root, "m.v", out.values[1]);
+}
+
+void check_iso8601(std::string_view s) {
+    core::Millis ms = 0;
+    if (!kafka::parse_iso8601(s, ms)) return;
+    // Year 0000 minus an offset up to year 9999 plus one: the widest a valid string can reach.
+    FUZZ_CHECK(ms >= -62167219200000 - 86400000 && ms <= 253402300800000 + 86400000);
+    const std::time_t secs = static_cast<std::time_t>(core::floor_div(ms, 1000));
+    std::tm tm{};
+    FUZZ_CHECK(gmtime_r(&secs, &tm) != nullptr);
+    const long year = tm.tm_year + 1900L;
+    if (year < 0 || year > 9999) return;
+    char text[40];
+    std::snprintf(text, sizeof text, "%04ld-%02d-%02dT%02d:%02d:%02d.%03dZ", year, tm.tm_mon + 1,
+                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(ms - core::floor_div(ms, 1000) * 1000));
+    core::Millis again = 0;
+    FUZZ_CHECK(kafka::parse_iso8601(text, again));
+    FUZZ_CHECK(again == ms);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    static kafka::JsonDecoder nested(kafka::DecoderConfig{"user.id", "ts", {"amount", "m.v"}});
+    static kafka::JsonDecoder from_kafka(kafka::DecoderConfig{"", "", {"", "amount"}});
+    const char* payload = reinterpret_cast<const char*>(data);
+
+    // The key is the input's tail (its length from the first byte); sometimes absent.
+    const std::size_t key_len = size == 0 ? 0 : std::min<std::size_t>(data[0] % 24, size);
+    const char* key = size % 7 == 0 ? nullptr : payload + (size - key_len);
+    core::Millis kafka_ts = core::kNoTime;
+    if (size >= 8 && size % 5 != 0) std::memcpy(&kafka_ts, data, sizeof kafka_ts);
+
+    kafka::Decoded out;
+    for (kafka::JsonDecoder* dec : {&nested, &from_kafka}) {
+        const DecodeError e = dec->decode(payload, size, key, key_len, kafka_ts, out);
+        const std::string& detail = dec->detail();
+        FUZZ_CHECK(to_string(e) != nullptr);
+        FUZZ_CHECK((e == DecodeError::None) == detail.empty());
+        FUZZ_CHECK(detail.size() < 400 && clean_text(detail));
+        if (e == DecodeError::None) {
+            FUZZ_CHECK(out.values.size() == 2);
+            FUZZ_CHECK(out.time >= core::kMinEventTime && out.time <= core::kMaxEventTime);
+            FUZZ_CHECK(clean_text(out.key));
+        }
+        if (dec == &nested) check_against_dom(data, size, e, out);
+    }
+
+    check_iso8601(std::string_view(payload, size));
+    return 0;
+}
