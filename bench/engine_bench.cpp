@@ -1,0 +1,124 @@
+// Engine benchmark: JSON decode + watermark + window assignment + aggregation (+ the
+// commit-time flush every 100k records), one core, no Kafka and no PostgreSQL.
+// Workloads follow issue 5: ~100-byte events, 100k keys, event times over one hour.
+#include "stoatflow/core/watermark.hpp"
+#include "stoatflow/core/windowed_aggregation.hpp"
+#include "stoatflow/kafka/json_decoder.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace stoatflow;
+using namespace stoatflow::core;
+
+namespace {
+
+constexpr Millis kBase = 1796032800000;  // 2026-11-30T10:00:00Z
+constexpr Millis kHour = 3600000;
+
+struct Messages {
+    std::string data;
+    std::vector<std::size_t> offsets;  // start of each message; offsets.back() == data.size()
+    std::size_t count() const { return offsets.size() - 1; }
+};
+
+// n events over one hour, times increasing, keys drawn uniformly from `keys`.
+const Messages& messages(std::size_t n, int keys) {
+    static std::map<std::pair<std::size_t, int>, Messages> cache;
+    auto& m = cache[{n, keys}];
+    if (!m.offsets.empty()) return m;
+    std::mt19937_64 rng(42);
+    char buf[256];
+    m.data.reserve(n * 100);
+    for (std::size_t i = 0; i < n; ++i) {
+        m.offsets.push_back(m.data.size());
+        const Millis t = kBase + static_cast<Millis>(i * static_cast<double>(kHour) / n);
+        const int len = std::snprintf(buf, sizeof buf,
+                                      "{\"user_id\":\"user%06d\",\"ts\":%lld,\"amount\":%d,\"page\":\"/products/%05d\"}",
+                                      static_cast<int>(rng() % keys), static_cast<long long>(t),
+                                      static_cast<int>(rng() % 100) + 1, static_cast<int>(rng() % 100000));
+        m.data.append(buf, len);
+    }
+    m.offsets.push_back(m.data.size());
+    return m;
+}
+
+void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, std::size_t n) {
+    const Messages& msgs = messages(n, 100000);
+    std::vector<std::string> paths;
+    for (auto& a : aggs) paths.push_back(a.field);
+    std::size_t emitted = 0, state_rows = 0, resident = 0;
+    for (auto _ : state) {
+        kafka::JsonDecoder decoder({"user_id", "ts", paths});
+        kafka::Decoded d;
+        Watermark wm(10000);
+        WindowedAggregation agg(spec, aggs, EmitStrategy::OnWindowUpdate, kNoTime);
+        CommitOutput out;
+        for (std::size_t i = 0; i < msgs.count(); ++i) {
+            const char* p = msgs.data.data() + msgs.offsets[i];
+            const std::size_t len = msgs.offsets[i + 1] - msgs.offsets[i];
+            if (decoder.decode(p, len, nullptr, 0, kNoTime, d) != kafka::DecodeError::None) std::abort();
+            agg.process(d.key, d.time, d.values.data(), wm.observe(0, d.time));
+            if (i % 100000 == 99999) {
+                agg.flush(wm.current(), out);
+                emitted += out.upserts.size();
+                state_rows += out.state.size();
+                out.clear();
+            }
+        }
+        agg.flush(wm.current(), out);
+        resident = agg.resident_windows();
+        benchmark::DoNotOptimize(out);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
+    state.counters["events"] = static_cast<double>(msgs.count());
+    state.counters["upserts/iter"] = static_cast<double>(emitted) / state.iterations();
+    state.counters["state_rows/iter"] = static_cast<double>(state_rows) / state.iterations();
+    state.counters["resident_windows"] = static_cast<double>(resident);
+}
+
+std::size_t scaled(std::size_t n) {
+    const char* s = std::getenv("BENCH_SCALE");
+    return s ? static_cast<std::size_t>(n * std::atof(s)) : n;
+}
+
+std::vector<AggSpec> count_sum_max() {
+    return {{AggFn::CountStar, "", "n"}, {AggFn::Sum, "amount", "s"}, {AggFn::Max, "amount", "m"}};
+}
+std::vector<AggSpec> count_sum() { return {{AggFn::CountStar, "", "n"}, {AggFn::Sum, "amount", "s"}}; }
+
+void decode_only(benchmark::State& state) {
+    const Messages& msgs = messages(scaled(2000000), 100000);
+    for (auto _ : state) {
+        kafka::JsonDecoder decoder({"user_id", "ts", {"", "amount", "amount"}});
+        kafka::Decoded d;
+        for (std::size_t i = 0; i < msgs.count(); ++i) {
+            const char* p = msgs.data.data() + msgs.offsets[i];
+            decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, d);
+            benchmark::DoNotOptimize(d.time);
+        }
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
+}
+
+}  // namespace
+
+BENCHMARK(decode_only)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(), scaled(2000000))
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, tumbling_sparse_1m, WindowSpec::tumbling(60000), count_sum(), scaled(2000000))
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, hopping_10m_by_2m, WindowSpec::hopping(600000, 120000), count_sum(), scaled(2000000))
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, sliding_1m, WindowSpec::sliding(60000), count_sum(), scaled(2000000))
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, session_5m, WindowSpec::session(300000), count_sum(), scaled(2000000))
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+
+BENCHMARK_MAIN();
