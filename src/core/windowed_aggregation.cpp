@@ -33,13 +33,13 @@ WindowedAggregation::WindowedAggregation(WindowSpec spec, std::vector<AggSpec> a
 
 std::size_t WindowedAggregation::keys_with_open_windows() const {
     std::size_t n = 0;
-    for (const auto& [k, ks] : keys_) n += ks.open > 0;
+    keys_.for_each([&](const auto& e) { n += e.second.open > 0; });
     return n;
 }
 
 std::size_t WindowedAggregation::resident_windows() const {
     std::size_t n = 0;
-    for (const auto& [k, ks] : keys_) n += ks.windows.size();
+    keys_.for_each([&](const auto& e) { n += e.second.windows.size(); });
     return n;
 }
 
@@ -51,7 +51,7 @@ Millis WindowedAggregation::segment_time(const WindowState& ws) const {
 // ---------------------------------------------------------------------------------
 // Window bookkeeping
 
-WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyMap::iterator kit,
+WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit,
                                                                    Millis start, Millis end) {
     auto [it, inserted] = kit->second.windows.try_emplace(start);
     assert(inserted);
@@ -66,29 +66,29 @@ WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyMap::itera
     return ws;
 }
 
-void WindowedAggregation::schedule_close(KeyMap::iterator kit, const WindowState& ws) {
-    closes_.push(Pending{spec_.close_point(ws.end), &kit->first, ws.start, ws.end});
+void WindowedAggregation::schedule_close(KeyIt kit, const WindowState& ws) {
+    closes_.push(Pending{spec_.close_point(ws.end), kit, ws.start, ws.end});
     ++kit->second.refs;
 }
 
-void WindowedAggregation::schedule_eviction(KeyMap::iterator kit, const WindowState& ws) {
-    evictions_.push(Pending{ws.start + segments_.retention() + 1, &kit->first, ws.start, ws.end});
+void WindowedAggregation::schedule_eviction(KeyIt kit, const WindowState& ws) {
+    evictions_.push(Pending{ws.start + segments_.retention() + 1, kit, ws.start, ws.end});
     ++kit->second.refs;
 }
 
-void WindowedAggregation::release(KeyMap::iterator kit) {
+void WindowedAggregation::release(KeyIt kit) {
     if (--kit->second.refs == 0 && kit->second.windows.empty()) keys_.erase(kit);
 }
 
-void WindowedAggregation::touch(KeyMap::iterator kit, WindowState& ws) {
+void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
     if (!ws.dirty) {
         ws.dirty = true;
-        dirty_.emplace_back(&kit->first, ws.start);
+        dirty_.emplace_back(kit, ws.start);
         ++kit->second.refs;
     }
 }
 
-void WindowedAggregation::remove_window(KeyMap::iterator kit,
+void WindowedAggregation::remove_window(KeyIt kit,
                                         std::map<Millis, WindowState>::iterator wit) {
     WindowState& ws = wit->second;
     if (!ws.closed) {
@@ -104,7 +104,7 @@ void WindowedAggregation::remove_window(KeyMap::iterator kit,
 void WindowedAggregation::process(std::string_view key, Millis t, const Value* values,
                                   Millis watermark) {
     ++stats_.records_in;
-    auto kit = keys_.try_emplace(std::string(key)).first;
+    KeyIt kit = keys_.find_or_insert(key);
     switch (spec_.kind) {
     case WindowKind::Tumbling:
     case WindowKind::Hopping: process_grid(kit, t, values, watermark); break;
@@ -114,7 +114,7 @@ void WindowedAggregation::process(std::string_view key, Millis t, const Value* v
     if (kit->second.refs == 0 && kit->second.windows.empty()) keys_.erase(kit);  // all late
 }
 
-void WindowedAggregation::process_grid(KeyMap::iterator kit, Millis t, const Value* values,
+void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
                                        Millis w) {
     auto& windows = kit->second.windows;
     grid_.for_each(t, [&](Window win) {
@@ -162,7 +162,7 @@ const typename Map::mapped_type* first_in(const Map& m, Millis lo, Millis hi, Pr
 }
 }  // namespace
 
-void WindowedAggregation::process_sliding(KeyMap::iterator kit, Millis t, const Value* values,
+void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* values,
                                           Millis w) {
     const Millis d = spec_.size;
     if (spec_.is_closed(t + 1, w)) {
@@ -233,7 +233,7 @@ void WindowedAggregation::process_sliding(KeyMap::iterator kit, Millis t, const 
 // be closed (dropped, late_session). A late record — its own [t, t] would be closed —
 // may still land inside an open session, but never extends one backwards: closed
 // sessions before it must stay untouched and keep their sink rows.
-void WindowedAggregation::process_session(KeyMap::iterator kit, Millis t, const Value* values,
+void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* values,
                                           Millis w) {
     const Millis gap = spec_.size;
     auto& m = kit->second.windows;
@@ -326,7 +326,7 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     while (!closes_.empty() && watermark != kNoTime && closes_.top().at <= watermark) {
         const Pending p = closes_.top();
         closes_.pop();
-        auto kit = keys_.find(*p.key);
+        KeyIt kit = p.key;
         auto wit = kit->second.windows.find(p.start);
         if (wit != kit->second.windows.end() && !wit->second.closed && wit->second.end == p.end) {
             WindowState& ws = wit->second;
@@ -343,14 +343,14 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     while (!evictions_.empty() && watermark != kNoTime && evictions_.top().at <= watermark) {
         const Pending p = evictions_.top();
         evictions_.pop();
-        auto kit = keys_.find(*p.key);
+        KeyIt kit = p.key;
         kit->second.windows.erase(p.start);
         release(kit);
     }
 
     // Windows changed since the last commit and still open.
     for (const auto& [key, start] : dirty_) {
-        auto kit = keys_.find(*key);
+        KeyIt kit = key;
         auto wit = kit->second.windows.find(start);
         if (wit != kit->second.windows.end() && wit->second.dirty) {
             state_row(kit->first, wit->second, out);
@@ -365,7 +365,7 @@ void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     if (row.removed) return;
     const bool closed = spec_.is_closed(row.end, watermark);
     if (closed && spec_.kind != WindowKind::Sliding) return;  // final and emitted already
-    auto kit = keys_.try_emplace(row.key).first;
+    KeyIt kit = keys_.find_or_insert(row.key);
     if (kit->second.windows.count(row.start)) return;
     if (row.cells.size() != layout_.size())
         throw Error(sqlstate::kDataCorrupted, "restored window state has the wrong aggregates");

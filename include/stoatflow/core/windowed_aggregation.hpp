@@ -3,6 +3,7 @@
 // state, and at each commit decides what the sink and the state tables must receive.
 #pragma once
 #include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/key_table.hpp"
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/segment_layout.hpp"
 #include "stoatflow/core/window_assigner.hpp"
@@ -105,8 +106,9 @@ public:
     // Live (open and retained) windows, for window_state(): calls f(key, state).
     template <class F>
     void for_each_window(F&& f) const {
-        for (const auto& [k, ks] : keys_)
-            for (const auto& [s, w] : ks.windows) f(k, w);
+        keys_.for_each([&](const auto& e) {
+            for (const auto& [s, w] : e.second.windows) f(e.first, w);
+        });
     }
 
     struct WindowState {
@@ -127,27 +129,28 @@ private:
         std::size_t open = 0;
         std::size_t refs = 0;  // pending close/eviction/dirty entries naming this key
     };
-    using KeyMap = std::unordered_map<std::string, KeyState>;
+    using KeyMap = KeyTable<KeyState>;
     struct Pending {
         Millis at;                // close point, or eviction time
-        const std::string* key;   // stable: unordered_map nodes do not move
+        KeyMap::Entry* key;       // alive while referenced (KeyState::refs)
         Millis start;
         Millis end;               // the end the close point was computed for (sessions grow)
         bool operator>(const Pending& o) const { return at > o.at; }
     };
     using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
 
-    void process_grid(KeyMap::iterator kit, Millis t, const Value* values, Millis w);
-    void process_sliding(KeyMap::iterator kit, Millis t, const Value* values, Millis w);
-    void process_session(KeyMap::iterator kit, Millis t, const Value* values, Millis w);
+    using KeyIt = KeyMap::Entry*;
+    void process_grid(KeyIt kit, Millis t, const Value* values, Millis w);
+    void process_sliding(KeyIt kit, Millis t, const Value* values, Millis w);
+    void process_session(KeyIt kit, Millis t, const Value* values, Millis w);
 
-    WindowState& open_window(KeyMap::iterator kit, Millis start, Millis end);
-    void touch(KeyMap::iterator kit, WindowState& ws);
-    void remove_window(KeyMap::iterator kit, std::map<Millis, WindowState>::iterator wit);
-    void schedule_close(KeyMap::iterator kit, const WindowState& ws);
-    void schedule_eviction(KeyMap::iterator kit, const WindowState& ws);
+    WindowState& open_window(KeyIt kit, Millis start, Millis end);
+    void touch(KeyIt kit, WindowState& ws);
+    void remove_window(KeyIt kit, std::map<Millis, WindowState>::iterator wit);
+    void schedule_close(KeyIt kit, const WindowState& ws);
+    void schedule_eviction(KeyIt kit, const WindowState& ws);
     // Drops one reference; erases the key once it has no windows and no references.
-    void release(KeyMap::iterator kit);
+    void release(KeyIt kit);
     void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out);
     void state_row(const std::string& key, WindowState& ws, CommitOutput& out);
     Millis segment_time(const WindowState& ws) const;
@@ -166,7 +169,7 @@ private:
     KeyMap keys_;
     MinHeap closes_;
     MinHeap evictions_;  // sliding: closed windows kept until they leave retention
-    std::vector<std::pair<const std::string*, Millis>> dirty_;
+    std::vector<std::pair<KeyIt, Millis>> dirty_;
     std::vector<SinkDelete> retractions_;    // session rows to delete at the next commit
     std::vector<WindowStateRow> tombstones_; // persisted windows that no longer exist
     std::size_t open_windows_ = 0;

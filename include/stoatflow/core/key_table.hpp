@@ -1,0 +1,104 @@
+// A hash table from grouping key to per-key state, built for the per-record path: lookup
+// by string_view without allocating, open addressing with the hash kept in the slot (one
+// probe touches one cache line), entries that never move while they exist.
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stoatflow::core {
+
+template <class V>
+class KeyTable {
+public:
+    struct Entry {
+        std::string first;  // the key
+        V second;
+        std::uint64_t hash;
+    };
+
+    KeyTable() : slots_(16) {}
+    ~KeyTable() {
+        for (auto& s : slots_) delete s.entry;
+    }
+    KeyTable(const KeyTable&) = delete;
+    KeyTable& operator=(const KeyTable&) = delete;
+
+    std::size_t size() const { return size_; }
+
+    Entry* find(std::string_view key) const {
+        const std::uint64_t h = hash_of(key);
+        for (std::size_t i = h & mask(); slots_[i].entry; i = (i + 1) & mask())
+            if (slots_[i].hash == h && slots_[i].entry->first == key) return slots_[i].entry;
+        return nullptr;
+    }
+
+    Entry* find_or_insert(std::string_view key) {
+        const std::uint64_t h = hash_of(key);
+        std::size_t i = h & mask();
+        for (; slots_[i].entry; i = (i + 1) & mask())
+            if (slots_[i].hash == h && slots_[i].entry->first == key) return slots_[i].entry;
+        if ((size_ + 1) * 4 > slots_.size() * 3) {  // keep the load ≤ 3/4
+            grow();
+            for (i = h & mask(); slots_[i].entry; i = (i + 1) & mask()) {
+            }
+        }
+        auto* e = new Entry{std::string(key), V{}, h};
+        slots_[i] = {h, e};
+        ++size_;
+        return e;
+    }
+
+    // Linear probing with backward-shift deletion: no tombstones, probes stay short.
+    void erase(Entry* e) {
+        std::size_t i = e->hash & mask();
+        while (slots_[i].entry != e) i = (i + 1) & mask();
+        delete e;
+        --size_;
+        for (std::size_t j = (i + 1) & mask(); slots_[j].entry; j = (j + 1) & mask()) {
+            const std::size_t home = slots_[j].hash & mask();
+            // move j back to i if its home is not cyclically within (i, j]
+            if (((j - home) & mask()) >= ((j - i) & mask())) {
+                slots_[i] = slots_[j];
+                i = j;
+            }
+        }
+        slots_[i] = {};
+    }
+
+    template <class F>
+    void for_each(F&& f) const {
+        for (const auto& s : slots_)
+            if (s.entry) f(*s.entry);
+    }
+
+private:
+    struct Slot {
+        std::uint64_t hash = 0;
+        Entry* entry = nullptr;
+    };
+    static std::uint64_t hash_of(std::string_view key) {
+        return std::hash<std::string_view>{}(key) * 0x9E3779B97F4A7C15ull;
+    }
+    std::size_t mask() const { return slots_.size() - 1; }
+    void grow() {
+        std::vector<Slot> old(slots_.size() * 2);
+        old.swap(slots_);
+        for (const auto& s : old) {
+            if (!s.entry) continue;
+            std::size_t i = s.hash & mask();
+            while (slots_[i].entry) i = (i + 1) & mask();
+            slots_[i] = s;
+        }
+    }
+
+    std::vector<Slot> slots_;
+    std::size_t size_ = 0;
+};
+
+}  // namespace stoatflow::core
