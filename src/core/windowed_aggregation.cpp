@@ -59,7 +59,7 @@ WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit,
     WindowState& ws = it->second;
     ws.start = start;
     ws.end = end;
-    ws.cells = layout_.empty_state();
+    ws.cells = CellArray(layout_.size());
     ++open_windows_;
     ++kit->second.open;
     schedule_close(kit, ws);
@@ -91,6 +91,7 @@ void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
 void WindowedAggregation::remove_window(KeyIt kit,
                                         std::map<Millis, WindowState>::iterator wit) {
     WindowState& ws = wit->second;
+    if (kit->second.last == &ws) kit->second.last = nullptr;
     if (!ws.closed) {
         --open_windows_;
         --kit->second.open;
@@ -116,14 +117,19 @@ void WindowedAggregation::process(std::string_view key, Millis t, const Value* v
 
 void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
                                        Millis w) {
-    auto& windows = kit->second.windows;
+    KeyState& ks = kit->second;
     grid_.for_each(t, [&](Window win) {
         if (spec_.is_closed(win.end, w)) {
             ++stats_.dropped_late_window;
             return;
         }
-        auto it = windows.find(win.start);
-        WindowState& ws = it != windows.end() ? it->second : open_window(kit, win.start, win.end);
+        WindowState* hit = ks.last;
+        if (!hit || hit->start != win.start) {
+            auto it = ks.windows.find(win.start);
+            hit = it != ks.windows.end() ? &it->second : &open_window(kit, win.start, win.end);
+            ks.last = hit;
+        }
+        WindowState& ws = *hit;
         layout_.add(ws.cells.data(), values);
         ws.max_time = std::max(ws.max_time, t);
         touch(kit, ws);
@@ -336,7 +342,10 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
             --open_windows_;
             --kit->second.open;
             if (spec_.kind == WindowKind::Sliding) schedule_eviction(kit, ws);
-            else kit->second.windows.erase(wit);
+            else {
+                if (kit->second.last == &ws) kit->second.last = nullptr;
+                kit->second.windows.erase(wit);
+            }
         }  // else stale: merged away, moved or grown since it was scheduled
         release(kit);
     }
@@ -344,7 +353,11 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
         const Pending p = evictions_.top();
         evictions_.pop();
         KeyIt kit = p.key;
-        kit->second.windows.erase(p.start);
+        auto wit = kit->second.windows.find(p.start);
+        if (wit != kit->second.windows.end()) {
+            if (kit->second.last == &wit->second) kit->second.last = nullptr;
+            kit->second.windows.erase(wit);
+        }
         release(kit);
     }
 

@@ -4,6 +4,7 @@
 #include "stoatflow/core/no_postgres.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,51 @@ struct AggCell {
     double d = 0;
     std::int64_t n = 0;  // values seen (count(*): records)
     bool operator==(const AggCell& o) const { return isum == o.isum && d == o.d && n == o.n; }
+};
+
+// The cells of one window: up to four inline (no allocation, same cache line as the
+// window), more on the heap. Converts to and from std::vector for outputs and restores.
+class CellArray {
+public:
+    static constexpr std::size_t kInline = 4;
+    CellArray() = default;
+    explicit CellArray(std::size_t n) { resize(n); }
+    CellArray(const std::vector<AggCell>& v) { assign(v.data(), v.size()); }  // NOLINT: implicit
+    CellArray(const CellArray& o) { assign(o.data(), o.size_); }
+    CellArray& operator=(const CellArray& o) {
+        if (this != &o) assign(o.data(), o.size_);
+        return *this;
+    }
+    CellArray& operator=(const std::vector<AggCell>& v) {
+        assign(v.data(), v.size());
+        return *this;
+    }
+    operator std::vector<AggCell>() const { return std::vector<AggCell>(data(), data() + size_); }  // NOLINT
+    AggCell* data() { return heap_ ? heap_.get() : inline_; }
+    const AggCell* data() const { return heap_ ? heap_.get() : inline_; }
+    std::size_t size() const { return size_; }
+    const AggCell& operator[](std::size_t i) const { return data()[i]; }
+    bool operator==(const std::vector<AggCell>& v) const {
+        if (v.size() != size_) return false;
+        for (std::size_t i = 0; i < size_; ++i)
+            if (!(data()[i] == v[i])) return false;
+        return true;
+    }
+
+private:
+    void resize(std::size_t n) {
+        size_ = n;
+        if (n > kInline) heap_.reset(new AggCell[n]);
+        else heap_.reset();
+        for (std::size_t i = 0; i < n; ++i) data()[i] = AggCell{};
+    }
+    void assign(const AggCell* src, std::size_t n) {
+        if (n != size_ || (n > kInline) != static_cast<bool>(heap_)) resize(n);
+        for (std::size_t i = 0; i < n; ++i) data()[i] = src[i];
+    }
+    AggCell inline_[kInline];
+    std::unique_ptr<AggCell[]> heap_;
+    std::size_t size_ = 0;
 };
 
 class AggLayout {

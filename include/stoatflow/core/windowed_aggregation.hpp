@@ -87,8 +87,9 @@ public:
     // collects changed state. Appends to `out`.
     void flush(Millis watermark, CommitOutput& out);
 
-    // Recovery: reinstate one persisted window (newest version per window, no
-    // tombstones) given the committed watermark. Call finish_restore() after the last.
+    // Recovery: reinstate one persisted window given the committed watermark. Feed the
+    // newest version per (key, start) across all live segments; tombstones are skipped
+    // here. Call finish_restore() after the last.
     void restore(const WindowStateRow& row, Millis watermark);
     void finish_restore() {}
 
@@ -120,12 +121,13 @@ public:
         bool closed = false;
         bool persisted = false;
         bool ever_emitted = false;
-        std::vector<AggCell> cells;
+        CellArray cells;
     };
 
 private:
     struct KeyState {
         std::map<Millis, WindowState> windows;  // by start
+        WindowState* last = nullptr;            // most recently touched (map nodes are stable)
         std::size_t open = 0;
         std::size_t refs = 0;  // pending close/eviction/dirty entries naming this key
     };
