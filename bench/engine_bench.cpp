@@ -56,16 +56,27 @@ void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, st
     std::size_t emitted = 0, state_rows = 0, resident = 0;
     for (auto _ : state) {
         kafka::JsonDecoder decoder({"user_id", "ts", paths});
-        kafka::Decoded d;
         Watermark wm(10000);
         WindowedAggregation agg(spec, aggs, EmitStrategy::OnWindowUpdate, kNoTime);
         CommitOutput out;
+        // As the worker does: decode a batch, then hand it to the engine in one call.
+        constexpr std::size_t kBatch = 256;
+        std::vector<kafka::Decoded> batch(kBatch);
+        std::vector<WindowedAggregation::RecordRef> refs(kBatch);
+        std::size_t filled = 0;
         for (std::size_t i = 0; i < msgs.count(); ++i) {
             const char* p = msgs.data.data() + msgs.offsets[i];
             const std::size_t len = msgs.offsets[i + 1] - msgs.offsets[i];
+            kafka::Decoded& d = batch[filled];
             if (decoder.decode(p, len, nullptr, 0, kNoTime, d) != kafka::DecodeError::None) std::abort();
-            agg.process(d.key, d.time, d.values.data(), wm.observe(0, d.time));
+            refs[filled] = {d.key, d.time, d.values.data(), wm.observe(0, d.time)};
+            if (++filled == kBatch || i + 1 == msgs.count()) {
+                agg.process_batch(refs.data(), filled);
+                filled = 0;
+            }
             if (i % 100000 == 99999) {
+                agg.process_batch(refs.data(), filled);
+                filled = 0;
                 agg.flush(wm.current(), out);
                 emitted += out.upserts.size();
                 state_rows += out.state.size();

@@ -104,8 +104,32 @@ void WindowedAggregation::remove_window(KeyIt kit,
 
 void WindowedAggregation::process(std::string_view key, Millis t, const Value* values,
                                   Millis watermark) {
+    process_one(keys_.find_or_insert(key), t, values, watermark);
+}
+
+void WindowedAggregation::process_batch(const RecordRef* records, std::size_t n) {
+    constexpr std::size_t kGroup = 16;
+    std::uint64_t hashes[kGroup];
+    for (std::size_t base = 0; base < n; base += kGroup) {
+        const std::size_t m = std::min(kGroup, n - base);
+        for (std::size_t i = 0; i < m; ++i) {
+            hashes[i] = KeyMap::hash_of(records[base + i].key);
+            keys_.prefetch_slot(hashes[i]);
+        }
+        for (std::size_t i = 0; i < m; ++i) keys_.prefetch_entry(hashes[i]);
+        for (std::size_t i = 0; i < m; ++i) {
+            // the window most recently touched for that key (grid kinds hit it)
+            if (const auto* e = keys_.peek(hashes[i]); e && e->second.last) __builtin_prefetch(e->second.last);
+        }
+        for (std::size_t i = 0; i < m; ++i) {
+            const RecordRef& r = records[base + i];
+            process_one(keys_.find_or_insert(r.key, hashes[i]), r.t, r.values, r.watermark);
+        }
+    }
+}
+
+void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, Millis watermark) {
     ++stats_.records_in;
-    KeyIt kit = keys_.find_or_insert(key);
     switch (spec_.kind) {
     case WindowKind::Tumbling:
     case WindowKind::Hopping: process_grid(kit, t, values, watermark); break;

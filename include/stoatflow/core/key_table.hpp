@@ -31,6 +31,20 @@ public:
 
     std::size_t size() const { return size_; }
 
+    static std::uint64_t hash_of(std::string_view key) {
+        return std::hash<std::string_view>{}(key) * 0x9E3779B97F4A7C15ull;
+    }
+    // Batch lookups: touch the slot a hash lands on (and the entry found there) early, so
+    // the cache misses of several records overlap instead of queueing.
+    void prefetch_slot(std::uint64_t h) const { __builtin_prefetch(&slots_[h & mask()]); }
+    void prefetch_entry(std::uint64_t h) const {
+        const Slot& s = slots_[h & mask()];
+        if (s.entry) __builtin_prefetch(s.entry);
+    }
+
+    // The entry in the hash's home slot, if any (a hint for prefetching; may be another key).
+    const Entry* peek(std::uint64_t h) const { return slots_[h & mask()].entry; }
+
     Entry* find(std::string_view key) const {
         const std::uint64_t h = hash_of(key);
         for (std::size_t i = h & mask(); slots_[i].entry; i = (i + 1) & mask())
@@ -38,8 +52,8 @@ public:
         return nullptr;
     }
 
-    Entry* find_or_insert(std::string_view key) {
-        const std::uint64_t h = hash_of(key);
+    Entry* find_or_insert(std::string_view key) { return find_or_insert(key, hash_of(key)); }
+    Entry* find_or_insert(std::string_view key, std::uint64_t h) {
         std::size_t i = h & mask();
         for (; slots_[i].entry; i = (i + 1) & mask())
             if (slots_[i].hash == h && slots_[i].entry->first == key) return slots_[i].entry;
@@ -82,9 +96,6 @@ private:
         std::uint64_t hash = 0;
         Entry* entry = nullptr;
     };
-    static std::uint64_t hash_of(std::string_view key) {
-        return std::hash<std::string_view>{}(key) * 0x9E3779B97F4A7C15ull;
-    }
     std::size_t mask() const { return slots_.size() - 1; }
     void grow() {
         std::vector<Slot> old(slots_.size() * 2);

@@ -33,7 +33,7 @@ struct WindowStateRow {
     Millis start = 0;
     Millis end = 0;          // exclusive; sessions: last record + 1 ms
     Millis event_time = 0;   // latest record time in the window
-    std::vector<AggCell> cells;
+    CellArray cells;
     bool removed = false;    // tombstone: a session merged away or moved
     Millis segment = 0;      // segment start this row belongs to
 };
@@ -44,7 +44,7 @@ struct SinkRow {
     Millis start = 0;
     Millis end = 0;
     Millis event_time = 0;
-    std::vector<AggCell> cells;
+    CellArray cells;
     bool final = false;
 };
 struct SinkDelete {
@@ -82,6 +82,16 @@ public:
     // Judge and fold one record against watermark W (already updated with this record).
     // values[i] is the field value for aggregate i.
     void process(std::string_view key, Millis t, const Value* values, Millis watermark);
+
+    // The same for a batch of records, in order (each with the watermark it is judged
+    // against); lookups are prefetched so the memory latency of records overlaps.
+    struct RecordRef {
+        std::string_view key;
+        Millis t;
+        const Value* values;
+        Millis watermark;
+    };
+    void process_batch(const RecordRef* records, std::size_t n);
 
     // At a commit with watermark W: closes windows, decides emissions per strategy,
     // collects changed state. Appends to `out`.
@@ -142,6 +152,7 @@ private:
     using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
 
     using KeyIt = KeyMap::Entry*;
+    void process_one(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_grid(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_sliding(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_session(KeyIt kit, Millis t, const Value* values, Millis w);
