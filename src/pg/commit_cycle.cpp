@@ -248,6 +248,7 @@ void SourcePipeline::write_aggregation(Aggregation& agg, const core::CommitOutpu
 }
 
 void SourcePipeline::commit(core::Millis now) {
+    drain();
     ++commit_seq_;
     const core::Millis w = watermark_.current();
     for (auto& a : aggs_) {

@@ -145,19 +145,37 @@ void SourcePipeline::process(std::int32_t partition, std::int64_t offset, const 
                              core::Millis kafka_ts, core::Millis now) {
     ++records_since_commit_;
     next_offsets_[partition] = offset + 1;
-    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, decoded_);
+    if (staged_ == staged_records_.size()) drain();
+    Staged& st = staged_records_[staged_];
+    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, st.record);
     if (err != kafka::DecodeError::None) {
         dead_.push_back({partition, offset, kafka::to_string(err), decoder_.detail(),
                          storable_text(payload, len, kDeadLetterPayloadBytes)});
         return;
     }
-    const core::Millis w = watermark_.observe(partition, decoded_.time, now);
-    if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+    // W is updated with each record before that record is judged: keep the value it is
+    // judged against with it, so the batch sees exactly what record-at-a-time would.
+    st.watermark = watermark_.observe(partition, st.record.time, now);
+    if (st.watermark != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+    ++staged_;
+}
+
+void SourcePipeline::drain() {
+    if (staged_ == 0) return;
     for (auto& a : aggs_) {
-        for (std::size_t i = 0; i < a.value_index.size(); ++i)
-            a.values[i] = a.value_index[i] < 0 ? core::Value::missing() : decoded_.values[a.value_index[i]];
-        a.engine->process(decoded_.key, decoded_.time, a.values.data(), w);
+        const std::size_t naggs = a.value_index.size();
+        a.values.resize(staged_ * naggs);
+        a.refs.resize(staged_);
+        for (std::size_t r = 0; r < staged_; ++r) {
+            const kafka::Decoded& d = staged_records_[r].record;
+            core::Value* v = a.values.data() + r * naggs;
+            for (std::size_t i = 0; i < naggs; ++i)
+                v[i] = a.value_index[i] < 0 ? core::Value::missing() : d.values[a.value_index[i]];
+            a.refs[r] = {d.key, d.time, v, staged_records_[r].watermark};
+        }
+        a.engine->process_batch(a.refs.data(), staged_);
     }
+    staged_ = 0;
 }
 
 }  // namespace stoatflow::pg

@@ -42,9 +42,13 @@ public:
     // Reads committed offsets, the watermark and every aggregation's live windows.
     void restore();
 
-    // The per-record path: no PostgreSQL call in here.
+    // The per-record path: no PostgreSQL call in here. Records are decoded and judged
+    // against the watermark at once, then run through the engines in batches (drain(),
+    // also called by commit()).
     void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
                  const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now);
+
+    void drain();
 
     // Wall clock tick: idle partitions may release the watermark.
     void tick(core::Millis now);
@@ -68,7 +72,8 @@ public:
         AggregationDef def;
         std::unique_ptr<core::WindowedAggregation> engine;
         std::vector<int> value_index;  // per aggregate: index into the decoder's values, -1: none
-        std::vector<core::Value> values;
+        std::vector<core::Value> values;  // per staged record, per aggregate
+        std::vector<core::WindowedAggregation::RecordRef> refs;
         std::map<core::Millis, Segment> segments;
         core::AggregationStats base;   // counters committed before this pipeline started
         std::int64_t state_rows = 0, state_bytes = 0;
@@ -87,7 +92,13 @@ private:
     SourceDef source_;
     std::vector<Aggregation> aggs_;
     kafka::JsonDecoder decoder_;
-    kafka::Decoded decoded_;
+    struct Staged {
+        kafka::Decoded record;
+        core::Millis watermark = core::kNoTime;
+    };
+    static constexpr std::size_t kStageRecords = 512;
+    std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
+    std::size_t staged_ = 0;
     core::Watermark watermark_;
     std::map<std::int32_t, std::int64_t> next_offsets_;
     std::vector<DeadLetter> dead_;
