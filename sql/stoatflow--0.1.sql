@@ -235,6 +235,11 @@ CREATE FUNCTION stoatflow._invoking_role()
 RETURNS regrole LANGUAGE C STABLE
 AS 'MODULE_PATHNAME', 'stoatflow__invoking_role';
 
+-- Wakes the launcher when the calling transaction commits (sources or aggregations changed).
+CREATE FUNCTION stoatflow._wake_launcher()
+RETURNS void LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__wake_launcher';
+
 -- True for option names whose values are secrets (passwords, secrets, key material).
 CREATE FUNCTION stoatflow._is_secret_option(name text)
 RETURNS boolean LANGUAGE sql IMMUTABLE STRICT
@@ -325,6 +330,7 @@ BEGIN
         PERFORM stoatflow._parse_aggregates(format('min(%L)', event_time));
     END IF;
 
+    PERFORM stoatflow._wake_launcher();
     INSERT INTO stoatflow.source (source_name, topic, brokers, format, key_path, event_time_path,
         max_out_of_orderness_ms, idle_timeout_ms, start_offset, kafka_options, created_by)
     VALUES (source_name, topic, brokers, format, key, event_time, ooo_ms, idle_ms, start_offset,
@@ -353,6 +359,7 @@ BEGIN
         PERFORM stoatflow._drop_aggregation_unchecked(a.aggregation_id, false)
            FROM stoatflow.aggregation a WHERE a.source_id = sid;
     END IF;
+    PERFORM stoatflow._wake_launcher();
     DELETE FROM stoatflow.source WHERE source_id = sid;
 END $$;
 

@@ -30,6 +30,7 @@ extern "C" {
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
+#include "storage/shmem.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -45,9 +46,21 @@ PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
 
 namespace stoatflow::pg {
 
+// Shared memory: where the launcher's latch is, so a committed declaration can wake it
+// instead of waiting for its next look (once a second).
+struct SharedState {
+    Latch* launcher_latch;
+};
+static SharedState* shared = nullptr;
+static shmem_request_hook_type prev_shmem_request = nullptr;
+static shmem_startup_hook_type prev_shmem_startup = nullptr;
+static bool wake_on_commit = false;
+static bool xact_callback_registered = false;
+
 namespace {
 
 constexpr int kPollTimeoutMs = 100;
+constexpr long kIdleCheckMs = 200;  // a source without aggregations looks again this often
 constexpr std::size_t kPollBatch = 10000;
 constexpr std::int64_t kMaxRecordsPerCommit = 500000;  // bounds memory between commits
 // Broker calls block the worker (SIGTERM waits for them): keep each one short and let
@@ -123,7 +136,14 @@ public:
         core::Millis backoff = 1000;
         while (!got_sigterm) {
             try {
-                if (!pipeline_ && !start()) return;  // the source was dropped
+                if (!pipeline_) {
+                    const Start st = start();
+                    if (st == Start::Dropped) return;
+                    if (st == Start::NoAggregations) {
+                        wait_ms(kIdleCheckMs);
+                        continue;
+                    }
+                }
                 step();
                 backoff = 1000;
             } catch (const std::exception& e) {
@@ -144,7 +164,11 @@ public:
     }
 
 private:
-    bool start() {
+    enum class Start { Started, NoAggregations, Dropped };
+
+    // A source without aggregations does not consume: records read before the first
+    // aggregation exists would be committed past and never seen by it.
+    Start start() {
         pipeline_.reset();
         consumer_.reset();
         std::optional<SourceDef> src;
@@ -156,7 +180,11 @@ private:
                 signature_ = aggregation_signature();
             }
         });
-        if (!src) return false;
+        if (!src) return Start::Dropped;
+        if (aggs.empty()) {
+            set_status("idle", "");
+            return Start::NoAggregations;
+        }
         const std::string name = src->name;
         pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
         auto pipeline = std::make_unique<SourcePipeline>(*src, std::move(aggs));
@@ -189,7 +217,7 @@ private:
         status_moved_ = true;
         last_progress_at_ = wall_now();
         set_status("running", last_kafka_error_);
-        return true;
+        return Start::Started;
     }
 
     void step() {
@@ -400,6 +428,11 @@ void start_worker(std::int32_t id, const std::string& name, Running& r) {
 }
 
 void run_launcher() {
+    pg_call([] {
+        LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+        shared->launcher_latch = MyLatch;
+        LWLockRelease(AddinShmemInitLock);
+    });
     std::map<std::int32_t, Running> workers;
     while (!got_sigterm) {
         std::map<std::int32_t, std::string> sources;
@@ -444,7 +477,39 @@ void run_launcher() {
 
 }  // namespace
 
+void on_shmem_request() {
+    if (prev_shmem_request) prev_shmem_request();
+    RequestAddinShmemSpace(MAXALIGN(sizeof(SharedState)));
+}
+
+void on_shmem_startup() {
+    if (prev_shmem_startup) prev_shmem_startup();
+    bool found;
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    shared = static_cast<SharedState*>(ShmemInitStruct("stoatflow", sizeof(SharedState), &found));
+    if (!found) shared->launcher_latch = nullptr;
+    LWLockRelease(AddinShmemInitLock);
+}
+
+void on_xact(XactEvent event, void*) {
+    if (event == XACT_EVENT_COMMIT && wake_on_commit && shared && shared->launcher_latch)
+        SetLatch(shared->launcher_latch);
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT) wake_on_commit = false;
+}
+
+void wake_launcher_at_commit() {
+    if (!xact_callback_registered) {
+        RegisterXactCallback(on_xact, nullptr);
+        xact_callback_registered = true;
+    }
+    wake_on_commit = true;
+}
+
 void register_launcher() {
+    prev_shmem_request = shmem_request_hook;
+    shmem_request_hook = on_shmem_request;
+    prev_shmem_startup = shmem_startup_hook;
+    shmem_startup_hook = on_shmem_startup;
     BackgroundWorker w;
     memset(&w, 0, sizeof w);
     w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -479,4 +544,11 @@ void stoatflow_source_worker_main(Datum arg) {
     const int32 id = DatumGetInt32(arg);
     cpp_call([id] { SourceWorker(id).run(); });
     proc_exit(0);
+}
+
+// stoatflow._wake_launcher(): the declaration functions call it so the launcher starts or
+// stops workers as soon as their transaction commits.
+STOATFLOW_FUNCTION(stoatflow__wake_launcher) {
+    wake_launcher_at_commit();
+    PG_RETURN_VOID();
 }

@@ -4,7 +4,10 @@
 
 namespace stoatflow::pg {
 
-// Registers the launcher; called from _PG_init while shared_preload_libraries loads.
+// Registers the launcher (and its shared memory); called from _PG_init while
+// shared_preload_libraries loads.
 void register_launcher();
+// Wakes the launcher when the current transaction commits (sources changed).
+void wake_launcher_at_commit();
 
 }  // namespace stoatflow::pg
