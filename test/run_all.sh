@@ -90,3 +90,4 @@ if [ -f test/kafka/roundtrip.sh ]; then
 else
     skip "kafka: mock broker round trip" "no test/kafka/roundtrip.sh"
 fi
+step "faults: kill -9, immediate restart, broker outage, SIGTERM" bash test/faults/run.sh
