@@ -49,7 +49,10 @@ const Messages& messages(std::size_t n, int keys) {
     return m;
 }
 
-void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, std::size_t n) {
+// flush_every: records between commit-time flushes (0: only at the end). A flush builds
+// the state rows and sink rows of every window changed since the previous one.
+void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, std::size_t n,
+         std::size_t flush_every) {
     const Messages& msgs = messages(n, 100000);
     std::vector<std::string> paths;
     for (auto& a : aggs) paths.push_back(a.field);
@@ -74,7 +77,7 @@ void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, st
                 agg.process_batch(refs.data(), filled);
                 filled = 0;
             }
-            if (i % 100000 == 99999) {
+            if (flush_every && i % flush_every == flush_every - 1) {
                 agg.process_batch(refs.data(), filled);
                 filled = 0;
                 agg.flush(wm.current(), out);
@@ -105,7 +108,7 @@ std::vector<AggSpec> count_sum_max() {
 std::vector<AggSpec> count_sum() { return {{AggFn::CountStar, "", "n"}, {AggFn::Sum, "amount", "s"}}; }
 
 void decode_only(benchmark::State& state) {
-    const Messages& msgs = messages(scaled(2000000), 100000);
+    const Messages& msgs = messages(scaled(2000000), 1000000);
     for (auto _ : state) {
         kafka::JsonDecoder decoder({"user_id", "ts", {"", "amount", "amount"}});
         kafka::Decoded d;
@@ -121,15 +124,25 @@ void decode_only(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(decode_only)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(), scaled(2000000))
+BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(), scaled(2000000), 0)
     ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, tumbling_sparse_1m, WindowSpec::tumbling(60000), count_sum(), scaled(2000000))
+BENCHMARK_CAPTURE(run, tumbling_dense_1h_commit_1m, WindowSpec::tumbling(kHour), count_sum_max(), scaled(2000000), 1000000)
     ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, hopping_10m_by_2m, WindowSpec::hopping(600000, 120000), count_sum(), scaled(2000000))
+BENCHMARK_CAPTURE(run, tumbling_sparse_1m, WindowSpec::tumbling(60000), count_sum(), scaled(2000000), 0)
     ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, sliding_1m, WindowSpec::sliding(60000), count_sum(), scaled(2000000))
+BENCHMARK_CAPTURE(run, tumbling_sparse_1m_commit_1m, WindowSpec::tumbling(60000), count_sum(), scaled(2000000), 1000000)
     ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, session_5m, WindowSpec::session(300000), count_sum(), scaled(2000000))
+BENCHMARK_CAPTURE(run, hopping_10m_by_2m, WindowSpec::hopping(600000, 120000), count_sum(), scaled(2000000), 0)
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, hopping_10m_by_2m_commit_1m, WindowSpec::hopping(600000, 120000), count_sum(), scaled(2000000), 1000000)
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, sliding_1m, WindowSpec::sliding(60000), count_sum(), scaled(2000000), 0)
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, sliding_1m_commit_1m, WindowSpec::sliding(60000), count_sum(), scaled(2000000), 1000000)
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, session_5m, WindowSpec::session(300000), count_sum(), scaled(2000000), 0)
+    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, session_5m_commit_1m, WindowSpec::session(300000), count_sum(), scaled(2000000), 1000000)
     ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
 
 BENCHMARK_MAIN();

@@ -56,7 +56,11 @@ WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit,
     auto [it, inserted] = kit->second.windows.try_emplace(start);
     assert(inserted);
     (void)inserted;
-    WindowState& ws = it->second;
+    return init_window(kit, it->second, start, end);
+}
+
+WindowedAggregation::WindowState& WindowedAggregation::init_window(KeyIt kit, WindowState& ws,
+                                                                   Millis start, Millis end) {
     ws.start = start;
     ws.end = end;
     ws.cells = CellArray(layout_.size());
@@ -67,12 +71,13 @@ WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit,
 }
 
 void WindowedAggregation::schedule_close(KeyIt kit, const WindowState& ws) {
-    closes_.push(Pending{spec_.close_point(ws.end), kit, ws.start, ws.end});
+    closes_.push(Pending{spec_.close_point(ws.end), kit, ws.start, ws.end, const_cast<WindowState*>(&ws)});
     ++kit->second.refs;
 }
 
 void WindowedAggregation::schedule_eviction(KeyIt kit, const WindowState& ws) {
-    evictions_.push(Pending{ws.start + segments_.retention() + 1, kit, ws.start, ws.end});
+    evictions_.push(Pending{ws.start + segments_.retention() + 1, kit, ws.start, ws.end,
+                            const_cast<WindowState*>(&ws)});
     ++kit->second.refs;
 }
 
@@ -83,7 +88,7 @@ void WindowedAggregation::release(KeyIt kit) {
 void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
     if (!ws.dirty) {
         ws.dirty = true;
-        dirty_.emplace_back(kit, ws.start);
+        dirty_.push_back(Dirty{kit, ws.start, &ws});
         ++kit->second.refs;
     }
 }
@@ -142,7 +147,8 @@ void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, 
 void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
                                        Millis w) {
     KeyState& ks = kit->second;
-    grid_.for_each(t, [&](Window win) {
+    if (spec_.advance == spec_.size) {  // tumbling: one window, usually the last one touched
+        const Window win{floor_to(t, spec_.size), floor_to(t, spec_.size) + spec_.size};
         if (spec_.is_closed(win.end, w)) {
             ++stats_.dropped_late_window;
             return;
@@ -153,11 +159,32 @@ void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
             hit = it != ks.windows.end() ? &it->second : &open_window(kit, win.start, win.end);
             ks.last = hit;
         }
-        WindowState& ws = *hit;
-        layout_.add(ws.cells.data(), values);
-        ws.max_time = std::max(ws.max_time, t);
-        touch(kit, ws);
+        add_to(kit, *hit, t, values);
+        return;
+    }
+    // Hopping: the record's windows are consecutive in the key's map (starts descending
+    // by advance), so one search finds the newest and the rest are neighbours.
+    auto pos = ks.windows.upper_bound(floor_to(t, spec_.advance));
+    grid_.for_each(t, [&](Window win) {
+        if (spec_.is_closed(win.end, w)) {
+            ++stats_.dropped_late_window;
+            return;
+        }
+        auto prev = pos;
+        if (pos != ks.windows.begin() && (--prev)->first == win.start) {
+            pos = prev;
+        } else {
+            pos = ks.windows.emplace_hint(pos, win.start, WindowState{});
+            init_window(kit, pos->second, win.start, win.end);
+        }
+        add_to(kit, pos->second, t, values);
     });
+}
+
+void WindowedAggregation::add_to(KeyIt kit, WindowState& ws, Millis t, const Value* values) {
+    layout_.add(ws.cells.data(), values);
+    ws.max_time = std::max(ws.max_time, t);
+    touch(kit, ws);
 }
 
 // Sliding windows (KIP-450). Every record time x has a left window [x−D, x]; the
@@ -353,49 +380,52 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
 
     // Windows the watermark has closed: their final row, then they leave memory
     // (sliding windows stay until they leave retention: later windows derive from them).
+    // Erasing and releasing keys waits until the end, so the pointers held by pending
+    // entries and the dirty list stay valid throughout.
+    std::vector<std::pair<KeyIt, Millis>> erase;
+    std::vector<KeyIt> released;
+    const bool direct = stable_windows();
     while (!closes_.empty() && watermark != kNoTime && closes_.top().at <= watermark) {
         const Pending p = closes_.top();
         closes_.pop();
         KeyIt kit = p.key;
-        auto wit = kit->second.windows.find(p.start);
-        if (wit != kit->second.windows.end() && !wit->second.closed && wit->second.end == p.end) {
-            WindowState& ws = wit->second;
-            if (ws.dirty) state_row(kit->first, ws, out);
-            emit_row(kit->first, ws, true, out);
-            ws.closed = true;
+        WindowState* ws = direct ? p.ws : find_window(kit, p.start);
+        if (ws && !ws->closed && ws->end == p.end) {
+            if (ws->dirty) state_row(kit->first, *ws, out);
+            emit_row(kit->first, *ws, true, out);
+            ws->closed = true;
             --open_windows_;
             --kit->second.open;
-            if (spec_.kind == WindowKind::Sliding) schedule_eviction(kit, ws);
-            else {
-                if (kit->second.last == &ws) kit->second.last = nullptr;
-                kit->second.windows.erase(wit);
-            }
+            if (spec_.kind == WindowKind::Sliding) schedule_eviction(kit, *ws);
+            else erase.emplace_back(kit, ws->start);
         }  // else stale: merged away, moved or grown since it was scheduled
-        release(kit);
+        released.push_back(kit);
     }
     while (!evictions_.empty() && watermark != kNoTime && evictions_.top().at <= watermark) {
         const Pending p = evictions_.top();
         evictions_.pop();
-        KeyIt kit = p.key;
-        auto wit = kit->second.windows.find(p.start);
-        if (wit != kit->second.windows.end()) {
-            if (kit->second.last == &wit->second) kit->second.last = nullptr;
-            kit->second.windows.erase(wit);
-        }
-        release(kit);
+        erase.emplace_back(p.key, p.start);
+        released.push_back(p.key);
     }
 
     // Windows changed since the last commit and still open.
-    for (const auto& [key, start] : dirty_) {
-        KeyIt kit = key;
-        auto wit = kit->second.windows.find(start);
-        if (wit != kit->second.windows.end() && wit->second.dirty) {
-            state_row(kit->first, wit->second, out);
-            if (emit_ == EmitStrategy::OnWindowUpdate) emit_row(kit->first, wit->second, false, out);
+    for (const Dirty& d : dirty_) {
+        WindowState* ws = direct ? d.ws : find_window(d.key, d.start);
+        if (ws && ws->dirty) {
+            state_row(d.key->first, *ws, out);
+            if (emit_ == EmitStrategy::OnWindowUpdate) emit_row(d.key->first, *ws, false, out);
         }
-        release(kit);
+        released.push_back(d.key);
     }
     dirty_.clear();
+
+    for (const auto& [kit, start] : erase) {
+        auto wit = kit->second.windows.find(start);
+        if (wit == kit->second.windows.end()) continue;
+        if (kit->second.last == &wit->second) kit->second.last = nullptr;
+        kit->second.windows.erase(wit);
+    }
+    for (KeyIt kit : released) release(kit);
 }
 
 void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {

@@ -147,6 +147,7 @@ private:
         KeyMap::Entry* key;       // alive while referenced (KeyState::refs)
         Millis start;
         Millis end;               // the end the close point was computed for (sessions grow)
+        WindowState* ws;          // valid for every kind but sessions (their windows move)
         bool operator>(const Pending& o) const { return at > o.at; }
     };
     using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
@@ -158,6 +159,8 @@ private:
     void process_session(KeyIt kit, Millis t, const Value* values, Millis w);
 
     WindowState& open_window(KeyIt kit, Millis start, Millis end);
+    WindowState& init_window(KeyIt kit, WindowState& ws, Millis start, Millis end);
+    void add_to(KeyIt kit, WindowState& ws, Millis t, const Value* values);
     void touch(KeyIt kit, WindowState& ws);
     void remove_window(KeyIt kit, std::map<Millis, WindowState>::iterator wit);
     void schedule_close(KeyIt kit, const WindowState& ws);
@@ -182,7 +185,19 @@ private:
     KeyMap keys_;
     MinHeap closes_;
     MinHeap evictions_;  // sliding: closed windows kept until they leave retention
-    std::vector<std::pair<KeyIt, Millis>> dirty_;
+    struct Dirty {
+        KeyIt key;
+        Millis start;
+        WindowState* ws;  // as in Pending
+    };
+    std::vector<Dirty> dirty_;
+    // Grid and sliding windows leave memory only inside flush(), after every pointer to
+    // them was used; session windows are found by (key, start) instead.
+    bool stable_windows() const { return spec_.kind != WindowKind::Session; }
+    WindowState* find_window(KeyIt kit, Millis start) {
+        auto it = kit->second.windows.find(start);
+        return it == kit->second.windows.end() ? nullptr : &it->second;
+    }
     std::vector<SinkDelete> retractions_;    // session rows to delete at the next commit
     std::vector<WindowStateRow> tombstones_; // persisted windows that no longer exist
     std::size_t open_windows_ = 0;
