@@ -384,6 +384,9 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     // entries and the dirty list stay valid throughout.
     std::vector<std::pair<KeyIt, Millis>> erase;
     std::vector<KeyIt> released;
+    released.reserve(dirty_.size() + 64);
+    out.state.reserve(out.state.size() + dirty_.size());
+    if (emit_ == EmitStrategy::OnWindowUpdate) out.upserts.reserve(out.upserts.size() + dirty_.size());
     const bool direct = stable_windows();
     while (!closes_.empty() && watermark != kNoTime && closes_.top().at <= watermark) {
         const Pending p = closes_.top();

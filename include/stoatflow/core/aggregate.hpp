@@ -63,6 +63,19 @@ public:
     explicit CellArray(std::size_t n) { resize(n); }
     CellArray(const std::vector<AggCell>& v) { assign(v.data(), v.size()); }  // NOLINT: implicit
     CellArray(const CellArray& o) { assign(o.data(), o.size_); }
+    CellArray(CellArray&& o) noexcept : heap_(std::move(o.heap_)), size_(o.size_) {
+        if (!heap_)
+            for (std::size_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
+    }
+    CellArray& operator=(CellArray&& o) noexcept {
+        if (this != &o) {
+            heap_ = std::move(o.heap_);
+            size_ = o.size_;
+            if (!heap_)
+                for (std::size_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
+        }
+        return *this;
+    }
     CellArray& operator=(const CellArray& o) {
         if (this != &o) assign(o.data(), o.size_);
         return *this;
