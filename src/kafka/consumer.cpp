@@ -38,6 +38,11 @@ Consumer::Consumer(const std::string& brokers,
             fail("kafka option \"" + k + "\" rejected: " + err);
         }
     };
+    // Defaults the source's kafka_options may override: bound the prefetch buffers (the
+    // librdkafka default, 64 MiB per partition, makes a worker's memory grow with the
+    // partition count), and fetch in large batches.
+    set("queued.max.messages.kbytes", "16384");
+    set("fetch.wait.max.ms", "100");
     for (const auto& [k, v] : options) set(k, v);
     set("bootstrap.servers", brokers);
     set("group.id", group_id);
