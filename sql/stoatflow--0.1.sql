@@ -235,6 +235,18 @@ CREATE FUNCTION stoatflow._invoking_role()
 RETURNS regrole LANGUAGE C STABLE
 AS 'MODULE_PATHNAME', 'stoatflow__invoking_role';
 
+-- Source and aggregation names: identifiers a user can type unquoted.
+CREATE FUNCTION stoatflow._check_name(what text, name text)
+RETURNS void LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    IF name IS NULL OR name !~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$' THEN
+        RAISE EXCEPTION 'invalid % name "%"', what, name
+            USING ERRCODE = 'invalid_name',
+                  HINT = 'Use letters, digits and underscores (at most 63, not starting with a digit).';
+    END IF;
+END $$;
+
 -- Wakes the launcher when the calling transaction commits (sources or aggregations changed).
 CREATE FUNCTION stoatflow._wake_launcher()
 RETURNS void LANGUAGE C VOLATILE
@@ -277,11 +289,7 @@ DECLARE
     ooo_ms  bigint := stoatflow._interval_ms(max_out_of_orderness, 'max_out_of_orderness');
     idle_ms bigint := stoatflow._interval_ms(idle_timeout, 'idle_timeout');
 BEGIN
-    IF source_name IS NULL OR source_name !~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$' THEN
-        RAISE EXCEPTION 'invalid source name "%"', source_name
-            USING ERRCODE = 'invalid_name',
-                  HINT = 'Use letters, digits and underscores (at most 63, not starting with a digit).';
-    END IF;
+    PERFORM stoatflow._check_name('source', source_name);
     IF EXISTS (SELECT 1 FROM stoatflow.source s WHERE s.source_name = create_source.source_name) THEN
         RAISE EXCEPTION 'source "%" already exists', source_name
             USING ERRCODE = 'duplicate_object',
@@ -490,11 +498,7 @@ BEGIN
         RAISE EXCEPTION 'permission denied for function create_aggregation'
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    IF aggregation_name IS NULL OR aggregation_name !~ '^[A-Za-z_][A-Za-z0-9_]{0,62}$' THEN
-        RAISE EXCEPTION 'invalid aggregation name "%"', aggregation_name
-            USING ERRCODE = 'invalid_name',
-                  HINT = 'Use letters, digits and underscores (at most 63, not starting with a digit).';
-    END IF;
+    PERFORM stoatflow._check_name('aggregation', aggregation_name);
     IF EXISTS (SELECT 1 FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name) THEN
         RAISE EXCEPTION 'aggregation "%" already exists', aggregation_name
             USING ERRCODE = 'duplicate_object',

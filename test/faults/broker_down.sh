@@ -19,13 +19,7 @@ DOWN_EXTRA=5          # s: stay down this much longer (the worker retries, backs
 WAIT_TIMEOUT_S=2      # wait_caught_up timeout while down...
 WAIT_BOUND_S=20       # ...and the wall-clock bound it must return within
 
-gen_events 303 "$EVENTS" "$KEYS" "$NCHUNKS"
-mock_broker_start "$TOPIC:$PARTITIONS"
-pg_init
-pg_start
-produce_chunk 0
-setup_pipeline
-wait_worker ""
+start_stream 303
 log "worker pid $WORKER_PID"
 
 status_is() { # status_is STATUS [nonempty]: every row of the source has STATUS (and a last_error)

@@ -20,15 +20,7 @@ NCHUNKS=10
 NO_WARMUP_KILLS=" 2 6 "
 DELAYS=(0.4 0.05 0 0.25 0.1 0.5 0 0.15 0.35 0.2)
 
-gen_events 101 "$EVENTS" "$KEYS" "$NCHUNKS"
-mock_broker_start "$TOPIC:$PARTITIONS"
-pg_init
-pg_start
-# The first chunk goes in before the source exists, so every partition holds the
-# watermark from the first poll on.
-produce_chunk 0
-setup_pipeline
-wait_worker ""
+start_stream 101
 pids=("$WORKER_PID")
 log "worker pid $WORKER_PID; $PRODUCED events in Kafka"
 

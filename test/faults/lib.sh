@@ -371,3 +371,17 @@ wait_warm() {
 source_status() { # prints "status|last_error" of the source
     psql_try -c "SELECT DISTINCT status, coalesce(last_error, '') FROM stoatflow.sources WHERE source_name = '$SOURCE'" || true
 }
+
+# The common opening of every scenario: events generated, broker and server up, the first
+# chunk produced before the source exists (so every partition holds the watermark from the
+# first poll on), the pipeline declared and its worker running (WORKER_PID).
+start_stream() { # start_stream SEED
+    gen_events "$1" "$EVENTS" "$KEYS" "$NCHUNKS"
+    mock_broker_start "$TOPIC:$PARTITIONS"
+    pg_init
+    pg_start
+    produce_chunk 0
+    setup_pipeline
+    wait_worker ""
+}
+

@@ -13,13 +13,7 @@ NCHUNKS=6
 RESTART_AFTER=" 2 4 "      # restart right after producing these chunks...
 DELAYS=(0 0 0.3 0 0 0)     # ...after this pause (s): the first lands mid-chunk, the second at once
 
-gen_events 202 "$EVENTS" "$KEYS" "$NCHUNKS"
-mock_broker_start "$TOPIC:$PARTITIONS"
-pg_init
-pg_start
-produce_chunk 0
-setup_pipeline
-wait_worker ""
+start_stream 202
 log "worker pid $WORKER_PID"
 restarts=0
 for ((c = 1; c < NCHUNKS; c++)); do

@@ -14,13 +14,7 @@ NCHUNKS=6
 STOP_AFTER=3        # chunk after which the server is stopped...
 STOP_DELAY=0.2      # ...after this pause (s), while the worker consumes that chunk
 
-gen_events 404 "$EVENTS" "$KEYS" "$NCHUNKS"
-mock_broker_start "$TOPIC:$PARTITIONS"
-pg_init
-pg_start
-produce_chunk 0
-setup_pipeline
-wait_worker ""
+start_stream 404
 log "worker pid $WORKER_PID"
 for ((c = 1; c < NCHUNKS; c++)); do
     wait_warm
