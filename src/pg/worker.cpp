@@ -62,7 +62,9 @@ namespace {
 constexpr int kPollTimeoutMs = 100;
 constexpr long kIdleCheckMs = 200;  // a source without aggregations looks again this often
 constexpr std::size_t kPollBatch = 10000;
-constexpr std::int64_t kMaxRecordsPerCommit = 500000;  // bounds memory between commits
+// Bounds on one commit, whatever the interval: its memory and its transaction size.
+constexpr std::int64_t kMaxRecordsPerCommit = 500000;
+constexpr std::size_t kMaxChangesPerCommit = 200000;
 // Broker calls block the worker (SIGTERM waits for them): keep each one short and let
 // the retry loop with backoff do the waiting.
 constexpr int kKafkaTimeoutMs = 2000;
@@ -266,7 +268,8 @@ private:
             }
         });
         if (wall_now() - last_commit_ >= commit_interval_ms ||
-            pipeline_->records_since_commit() >= kMaxRecordsPerCommit)
+            pipeline_->records_since_commit() >= kMaxRecordsPerCommit ||
+            pipeline_->pending_changes() >= kMaxChangesPerCommit)
             commit(false);
     }
 

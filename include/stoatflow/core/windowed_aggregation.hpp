@@ -111,6 +111,8 @@ public:
     // Windows not yet closed, and keys holding at least one of them.
     std::size_t open_windows() const { return open_windows_; }
     std::size_t keys_with_open_windows() const;
+    // Windows changed since the last flush (what the next commit will write, at least).
+    std::size_t pending_changes() const { return dirty_.size(); }
     // Windows held in memory (open ones plus closed ones kept for sliding derivation).
     std::size_t resident_windows() const;
 

@@ -66,6 +66,12 @@ public:
     // Next offset to consume per partition (what the commit makes durable).
     const std::map<std::int32_t, std::int64_t>& next_offsets() const { return next_offsets_; }
     std::int64_t records_since_commit() const { return records_since_commit_; }
+    // Windows changed since the last commit, over all aggregations.
+    std::size_t pending_changes() const {
+        std::size_t n = 0;
+        for (const auto& a : aggs_) n += a.engine->pending_changes();
+        return n;
+    }
     std::int64_t dead_letters_since_commit() const { return static_cast<std::int64_t>(dead_.size()); }
 
     struct Aggregation {
