@@ -1,0 +1,415 @@
+#!/usr/bin/env bash
+# End-to-end benchmark (issue 5): Kafka JSON events -> windowed aggregates in PostgreSQL.
+#
+#   bench/e2e.sh                 # default size (BENCH_SCALE=1: 100,000 keys), 3 repetitions
+#   SMOKE=1 bench/e2e.sh         # tiny run (2,000 keys, 1 repetition): seconds
+#
+# Each workload is measured, in the same run and against the same mock Kafka topic, three ways:
+#   (a) raw consume  build/stoatflow-raw-consume: librdkafka batch consumer that reads every
+#                    event and discards it (the ceiling);
+#   (b) stoatflow    create_source + create_aggregation (one transaction) until
+#                    wait_caught_up returns: every event consumed and committed, every sink row
+#                    durable (synchronous_commit = on);
+#   (c) plain SQL    kcat -C | psql COPY into a regular table raw_events (j jsonb), then one
+#                    INSERT … SELECT … GROUP BY … ON CONFLICT DO UPDATE into a rollup table; the
+#                    two parts are reported separately too.
+# and events/s (median of the repetitions, min, max) and the ratios b/a and b/c are printed
+# with the issue's targets, and written as markdown to bench/results/e2e-<date>.md.
+#
+# Workloads (~97-byte JSON events {"user_id", "ts" (epoch ms), "amount" 1..100, "page"},
+# event times uniformly random over one hour from 2026-11-30T10:00Z, in order per partition):
+#   dense    1-hour tumbling count+sum+max per user: 20 events per key       (2 M events)
+#   sparse   1-minute tumbling count+sum per user: 1.5 events per key and one-minute window
+#            on average. The issue's size, 100,000 keys x 60 minutes (9 M events), does not fit
+#            3 repetitions into this machine's time budget, so by default the event time spans
+#            30 minutes instead (100,000 keys x 30 windows x 1.5 = 4.5 M events): same keys, same
+#            density, half the windows per key. BENCH_SPARSE_MINUTES=60 runs the full 9 M.
+#   hopping  10-minute windows advancing by 2 minutes, count+sum, on the dense data
+#
+# Checks (the run fails if one does not hold): every partition kept every record (low
+# watermark 0, high watermark = lines produced), (a) read every event, (b) and (c) count every
+# event (sum of counts = events, x5 for hopping), no late drops, no dead letters; in the first
+# repetition the stoatflow sink and the plain-SQL rollup are compared row by row.
+#
+# Environment:
+#   BENCH_SCALE=1        key count = 100,000 x scale (events per key and per key-window fixed:
+#                        the sizes shrink uniformly and the densities stay what the issue says)
+#   BENCH_SPARSE_MINUTES=30   event-time span of the sparse data (even, 2..60; see above)
+#   BENCH_REPS=3         repetitions (SMOKE: 1)
+#   BENCH_WORKLOADS="dense sparse hopping"
+#   BENCH_PARTITIONS     partitions per topic (default: max(16, events / 100,000), which keeps
+#                        each partition well under the mock broker's ~5 MiB of lz4 batches)
+#   BENCH_ROLLUP_WORK_MEM=256MB   work_mem of the plain-SQL rollup session
+#   BENCH_PORT=55491     BENCH_KEEP=1 (keep the work directory)   BENCH_BUILD=1 (make install first)
+#   BENCH_TMP=/tmp       where the work directory (data files, PostgreSQL cluster) goes
+#   BENCH_PROFILE=1      also load pg_stat_statements (track = all) and report the statements
+#                        that take stoatflow's worker the longest (adds overhead: for diagnosis,
+#                        not for the headline numbers)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+# shellcheck source=bench/lib/common.sh
+source bench/lib/common.sh
+# shellcheck source=test/kafka/mock_broker.sh
+source test/kafka/mock_broker.sh
+
+SMOKE=${SMOKE:-0}
+if [ "$SMOKE" = 1 ]; then
+    BENCH_SCALE=${BENCH_SCALE:-0.02}
+    BENCH_REPS=${BENCH_REPS:-1}
+fi
+BENCH_SCALE=${BENCH_SCALE:-1}
+BENCH_REPS=${BENCH_REPS:-3}
+BENCH_WORKLOADS=${BENCH_WORKLOADS:-dense sparse hopping}
+BENCH_ROLLUP_WORK_MEM=${BENCH_ROLLUP_WORK_MEM:-256MB}
+BENCH_PORT=${BENCH_PORT:-55491}
+BUILD_DIR=${BENCH_BUILD_DIR:-$repo/build}
+KCAT_TIMEOUT=${BENCH_KCAT_TIMEOUT:-1800}
+run_started=$(bench_now)
+
+KEYS=$(awk -v s="$BENCH_SCALE" 'BEGIN { k = int(100000 * s + 0.5); print (k < 100 ? 100 : k) }')
+[[ $BENCH_REPS =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_REPS must be a positive integer"
+for wl in $BENCH_WORKLOADS; do
+    case $wl in dense | sparse | hopping) ;; *) bench_die "unknown workload $wl (dense, sparse, hopping)" ;; esac
+done
+
+# --- binaries ----------------------------------------------------------------------------------
+if [ "${BENCH_BUILD:-0}" = 1 ]; then
+    bench_log "building and installing the extension (make && make install)"
+    make -s -j"$(nproc)" >/dev/null
+    if [ "$(id -u)" -eq 0 ]; then make -s install >/dev/null; else sudo make -s install >/dev/null; fi
+fi
+[ -f "$(pg_config --pkglibdir)/stoatflow.so" ] ||
+    bench_die "stoatflow is not installed in $(pg_config --pkglibdir): run make && make install (or BENCH_BUILD=1)"
+# The library every worker of this run loads; reported, and checked again at the end (another
+# make install during the run would mix versions).
+so_file=$(pg_config --pkglibdir)/stoatflow.so
+so_stamp() { echo "stoatflow.so sha256 $(sha256sum "$so_file" | cut -c1-12), built $(date -u -r "$so_file" +%Y-%m-%dT%H:%M:%SZ)"; }
+so_identity=$(so_stamp)
+so_sha=$(sha256sum "$so_file" | cut -c1-12)
+for tool in kcat python3 awk timeout; do command -v $tool >/dev/null || bench_die "$tool not found"; done
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+    cmake -S "$repo" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$BUILD_DIR" --target stoatflow-mock-broker stoatflow-raw-consume -- -s >/dev/null ||
+    bench_die "cannot build stoatflow-mock-broker / stoatflow-raw-consume in $BUILD_DIR"
+MOCK_BROKER=$BUILD_DIR/stoatflow-mock-broker
+RAW_CONSUME=$BUILD_DIR/stoatflow-raw-consume
+
+# --- work directory, cleanup -------------------------------------------------------------------
+work=$(mktemp -d "${BENCH_TMP:-/tmp}/stoatflow-bench.XXXXXX")
+chmod 755 "$work"
+[ "$(id -u)" -eq 0 ] && chown postgres: "$work"
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    pg_stop
+    mock_broker_stop >/dev/null 2>&1 || true
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then bench_log "kept $work"; else rm -rf "$work"; fi
+    exit $rc
+}
+trap cleanup EXIT
+trap 'bench_log "failed: line $LINENO: $BASH_COMMAND"' ERR
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- data sets ----------------------------------------------------------------------------------
+# dataset -> minutes of event time and events per key; dense and hopping share the "dense" data.
+SPARSE_MINUTES=${BENCH_SPARSE_MINUTES:-30}
+[[ $SPARSE_MINUTES =~ ^[0-9]+$ ]] && ((SPARSE_MINUTES >= 2 && SPARSE_MINUTES <= 60 && SPARSE_MINUTES % 2 == 0)) ||
+    bench_die "BENCH_SPARSE_MINUTES must be an even number of minutes, 2..60"
+declare -A MINUTES=([dense]=60 [sparse]=$SPARSE_MINUTES)
+declare -A PER_KEY=([dense]=20 [sparse]=$((SPARSE_MINUTES * 3 / 2)))
+declare -A DATASET=([dense]=dense [sparse]=sparse [hopping]=dense)
+declare -A EVENTS PARTS
+datasets=()
+for wl in $BENCH_WORKLOADS; do
+    ds=${DATASET[$wl]}
+    [[ " ${datasets[*]} " == *" $ds "* ]] || datasets+=("$ds")
+done
+topics=()
+for ds in "${datasets[@]}"; do
+    ev=$((KEYS * PER_KEY[$ds]))
+    EVENTS[$ds]=$ev
+    PARTS[$ds]=${BENCH_PARTITIONS:-$(((ev + 99999) / 100000 < 16 ? 16 : (ev + 99999) / 100000))}
+    topics+=("events_$ds:${PARTS[$ds]}")
+done
+
+bench_log "work directory $work; scale $BENCH_SCALE ($KEYS keys), $BENCH_REPS repetition(s), workloads: $BENCH_WORKLOADS"
+for ds in "${datasets[@]}"; do
+    bench_log "generating $ds data: $KEYS keys x ${PER_KEY[$ds]} events over ${MINUTES[$ds]} min, ${PARTS[$ds]} partitions"
+    python3 bench/gen_events.py "$work/data-$ds" --keys "$KEYS" --events-per-key "${PER_KEY[$ds]}" \
+        --partitions "${PARTS[$ds]}" --minutes "${MINUTES[$ds]}" >&2
+done
+
+mock_broker_start "${topics[@]}"
+bench_log "mock Kafka at $KAFKA_BROKERS (topics ${topics[*]})"
+for ds in "${datasets[@]}"; do
+    t0=$(bench_now)
+    for ((p = 0; p < PARTS[$ds]; p++)); do
+        timeout "$KCAT_TIMEOUT" kcat -P -q -b "$KAFKA_BROKERS" -t "events_$ds" -p "$p" -z lz4 \
+            <"$work/data-$ds/p$p.jsonl" || bench_die "producing partition $p of events_$ds failed"
+    done
+    # Nothing dropped by the mock's ~5 MiB per partition: low watermark 0, high = lines produced.
+    hi=() lo=()
+    for ((p = 0; p < PARTS[$ds]; p++)); do hi+=(-t "events_$ds:$p:-1"); lo+=(-t "events_$ds:$p:-2"); done
+    timeout 60 kcat -Q -b "$KAFKA_BROKERS" "${hi[@]}" >"$work/hi-$ds" || bench_die "kcat -Q failed"
+    timeout 60 kcat -Q -b "$KAFKA_BROKERS" "${lo[@]}" >"$work/lo-$ds" || bench_die "kcat -Q failed"
+    awk -v hi="$work/hi-$ds" -v lo="$work/lo-$ds" '
+        FNR == NR { if (!/^#/) want[$1] = $2; next }
+        FILENAME == hi { gsub(/[][]/, "", $2); got[$2] = $4; next }
+        FILENAME == lo { gsub(/[][]/, "", $2); low[$2] = $4 }
+        END { for (p in want) if (got[p] != want[p] || low[p] != 0) {
+                  printf "partition %s: produced %s, broker holds offsets %s..%s\n", p, want[p], low[p], got[p]; bad = 1 }
+              exit bad }' "$work/data-$ds/manifest.txt" "$work/hi-$ds" "$work/lo-$ds" >&2 ||
+        bench_die "the broker did not keep every record of events_$ds (use more BENCH_PARTITIONS)"
+    bench_log "produced ${EVENTS[$ds]} events into events_$ds (lz4) in $(bench_diff "$t0" "$(bench_now)") s; every partition complete"
+done
+
+BENCH_PROFILE=${BENCH_PROFILE:-0}
+if [ "$BENCH_PROFILE" = 1 ]; then
+    PG_PRELOAD=stoatflow,pg_stat_statements
+    PG_EXTRA_CONF="pg_stat_statements.track = all"
+fi
+pg_start "$work" "$BENCH_PORT" || bench_die "PostgreSQL did not start"
+sql -c "CREATE EXTENSION stoatflow" >/dev/null
+[ "$BENCH_PROFILE" = 1 ] && sql -c "CREATE EXTENSION pg_stat_statements" >/dev/null
+bench_log "PostgreSQL $(sql_val 'SHOW server_version') up (socket $work, port $BENCH_PORT)"
+
+results=$work/results.tsv meta=$work/meta.tsv
+: >"$results"
+: >"$meta"
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$results"; }
+note() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$meta"; }
+
+# --- the workloads as SQL ---------------------------------------------------------------------
+# Per workload: stoatflow's window and aggregate list; for the plain-SQL rollup the window
+# length and whether max(amount) is computed; the factor by which the sum of counts exceeds
+# the events (hopping: 5 windows per event); the issue's targets.
+declare -A SF_WINDOW SF_AGGS WIN_LEN MULT TITLE TARGETS HAS_MAX SHAPE
+SF_WINDOW[dense]="stoatflow.tumbling('1 hour')"
+SF_WINDOW[sparse]="stoatflow.tumbling('1 minute')"
+SF_WINDOW[hopping]="stoatflow.hopping('10 minutes', '2 minutes')"
+SF_AGGS[dense]="count(*) AS n, sum(amount) AS total, max(amount) AS max_amount"
+SF_AGGS[sparse]="count(*) AS n, sum(amount) AS total"
+SF_AGGS[hopping]="count(*) AS n, sum(amount) AS total"
+HAS_MAX=([dense]=1 [sparse]=0 [hopping]=0)
+WIN_LEN=([dense]="1 hour" [sparse]="1 minute" [hopping]="10 minutes")
+MULT=([dense]=1 [sparse]=1 [hopping]=5)
+TITLE[dense]="1-hour tumbling count+sum+max per user"
+TITLE[sparse]="1-minute tumbling count+sum per user"
+TITLE[hopping]="10-minute hopping windows advancing by 2 minutes, count+sum per user"
+SHAPE=([dense]="20 events per key and 1-hour window"
+       [sparse]="${PER_KEY[sparse]:-} events per key: 1.5 per key and 1-minute window on average (${MINUTES[sparse]:-} windows per key)"
+       [hopping]="20 events per key (the dense data), each event in 5 windows")
+TARGETS=([dense]="b/a>=0.9,b/c>=2.5" [sparse]="b/c>=3" [hopping]="b/a>=0.8")
+
+# FROM clause of the rollup: e(key, ts, amount, ws) - one row per event and window.
+rollup_from() {
+    local events="SELECT j->>'user_id' AS key, to_timestamp((j->>'ts')::bigint / 1000.0) AS ts,
+                         (j->>'amount')::int AS amount FROM raw_events"
+    case $1 in
+    dense) echo "(SELECT r.*, date_bin('1 hour', r.ts, timestamptz 'epoch') AS ws FROM ($events) r) e" ;;
+    sparse) echo "(SELECT r.*, date_bin('1 minute', r.ts, timestamptz 'epoch') AS ws FROM ($events) r) e" ;;
+    hopping) echo "(SELECT r.*, date_bin('2 minutes', r.ts, timestamptz 'epoch') - g.i * interval '2 minutes' AS ws
+                     FROM ($events) r CROSS JOIN generate_series(0, 4) AS g(i)) e" ;;
+    esac
+}
+
+rollup_sql() {
+    local wl=$1 maxcol="" maxval="" maxset=""
+    if [ "${HAS_MAX[$wl]}" = 1 ]; then
+        maxcol=", max_amount" maxval=", max(e.amount)"
+        maxset=", max_amount = greatest(rollup.max_amount, EXCLUDED.max_amount)"
+    fi
+    cat <<SQL
+SET work_mem = '$BENCH_ROLLUP_WORK_MEM';
+INSERT INTO rollup AS rollup (key, window_start, window_end, n, total$maxcol, event_time)
+SELECT e.key, e.ws, e.ws + interval '${WIN_LEN[$wl]}', count(*), sum(e.amount)$maxval, max(e.ts)
+  FROM $(rollup_from "$wl")
+ GROUP BY e.key, e.ws
+ON CONFLICT (key, window_start) DO UPDATE
+   SET n = rollup.n + EXCLUDED.n, total = rollup.total + EXCLUDED.total$maxset,
+       event_time = greatest(rollup.event_time, EXCLUDED.event_time);
+SQL
+}
+
+rollup_table_sql() {
+    local maxcol=""
+    [ "${HAS_MAX[$1]}" = 1 ] && maxcol="max_amount integer,"
+    echo "CREATE TABLE raw_events (j jsonb);
+          CREATE TABLE rollup (key text, window_start timestamptz, window_end timestamptz, n bigint,
+                               total bigint, $maxcol event_time timestamptz, PRIMARY KEY (key, window_start));"
+}
+
+# Waits (bounded) until no stoatflow source worker runs any more.
+wait_workers_gone() {
+    local i
+    for ((i = 0; i < 300; i++)); do
+        [ "$(sql_val "SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow source %'")" = 0 ] && return 0
+        sleep 0.1
+    done
+    bench_die "a stoatflow source worker did not stop within 30 s"
+}
+
+# The statements stoatflow ran during (b), slowest first (BENCH_PROFILE=1), for the report.
+profile_statements() {
+    local wl=$1 rep=$2
+    {
+        echo "### $wl, repetition $rep: statements by total time during (b), $3 s"
+        echo
+        echo '```'
+        # segment tables folded into one line (stoatflow_state.<segment>)
+        sql -c "SELECT round(sum(total_exec_time))::bigint AS total_ms, sum(calls) AS calls, sum(rows) AS rows,
+                       round((sum(total_exec_time) / greatest(sum(rows), 1) * 1000)::numeric, 2) AS us_per_row,
+                       q AS query
+                  FROM (SELECT *, left(regexp_replace(regexp_replace(query, 'stoatflow_state\.\w+', 'stoatflow_state.<segment>', 'g'),
+                                                      '\s+', ' ', 'g'), 140) AS q
+                          FROM pg_stat_statements
+                         WHERE query NOT LIKE '%wait_caught_up%' AND query NOT LIKE '%create_source%'
+                           AND query NOT LIKE '%pg_stat_statements%') s
+                 GROUP BY q ORDER BY 1 DESC LIMIT 8"
+        echo '```'
+        echo
+    } >>"$work/profile.md"
+    sql -c "SELECT pg_stat_statements_reset()" >/dev/null
+}
+
+clk_tck=$(getconf CLK_TCK)
+
+run_one() {
+    local wl=$1 rep=$2 ds=${DATASET[$1]} topic=events_${DATASET[$1]} ev=${EVENTS[${DATASET[$1]}]}
+    local want=$((EVENTS[${DATASET[$1]}] * MULT[$1])) t0 t1 lsn0 out src=src_${1}_$2 agg=agg_${1}_$2 sink=sf_${1}_$2
+
+    record "$wl" "$rep" load "$(cut -d' ' -f1 /proc/loadavg)"
+
+    # (a) raw consume
+    t0=$(bench_now)
+    out=$(timeout "$KCAT_TIMEOUT" "$RAW_CONSUME" "$KAFKA_BROKERS" "$topic") || bench_die "raw consume failed"
+    t1=$(bench_now)
+    [[ $out == "messages=$ev "* ]] || bench_die "raw consume read '$out', expected $ev messages"
+    record "$wl" "$rep" a "$(bench_diff "$t0" "$t1")"
+
+    # (b) stoatflow
+    sql -c "CHECKPOINT" >/dev/null
+    [ "$BENCH_PROFILE" = 1 ] && sql -c "SELECT pg_stat_statements_reset()" >/dev/null
+    lsn0=$(sql_val "SELECT pg_current_wal_lsn()")
+    t0=$(bench_now)
+    out=$(sql -At -v brokers="$KAFKA_BROKERS" <<SQL
+BEGIN;
+SELECT stoatflow.create_source('$src', '$topic', :'brokers', key => 'user_id', event_time => 'ts',
+                               max_out_of_orderness => '1 hour');
+SELECT stoatflow.create_aggregation('$agg', '$src', ${SF_WINDOW[$wl]}, '${SF_AGGS[$wl]}', '$sink');
+COMMIT;
+SELECT stoatflow.wait_caught_up('$src', '30 minutes');
+SQL
+    ) || bench_die "stoatflow run failed"
+    t1=$(bench_now)
+    [ "$(tail -n1 <<<"$out")" = t ] || bench_die "wait_caught_up($src) timed out"
+    record "$wl" "$rep" b "$(bench_diff "$t0" "$t1")"
+    record "$wl" "$rep" b_wal "$(sql_val "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')")"
+    [ "$BENCH_PROFILE" = 1 ] && profile_statements "$wl" "$rep" "$(bench_diff "$t0" "$t1")"
+    local pid start
+    read -r pid start < <(sql_val "SELECT pid, extract(epoch FROM backend_start) FROM pg_stat_activity
+                                   WHERE backend_type = 'stoatflow source $src'" | tr '|' ' ')
+    if [ -n "${pid:-}" ] && [ -r "/proc/$pid/stat" ]; then
+        record "$wl" "$rep" b_cpu "$(awk -v hz="$clk_tck" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$pid/stat")"
+        record "$wl" "$rep" b_start "$(bench_diff "$t0" "$start")"
+    fi
+    out=$(sql_val "SELECT (SELECT coalesce(sum(n), 0) FROM $sink) || ' ' || records_in || ' ' || dropped_late_window
+                          || ' ' || dropped_late_session || ' ' || dead_letters || ' ' || (SELECT count(*) FROM $sink)
+                     FROM stoatflow.stats WHERE aggregation_name = '$agg'")
+    local sum records late late_s dead rows
+    read -r sum records late late_s dead rows <<<"$out"
+    [ "$sum" = "$want" ] && [ "$records" = "$ev" ] && [ "$late" = 0 ] && [ "$late_s" = 0 ] && [ "$dead" = 0 ] ||
+        bench_die "stoatflow $wl: sum(n)=$sum (want $want), records_in=$records (want $ev), late=$late/$late_s, dead letters=$dead"
+    read -r out <<<"$(sql_val "SELECT (SELECT commit_seq FROM stoatflow.source_progress p JOIN stoatflow.source s USING (source_id)
+                                         WHERE s.source_name = '$src')
+                                  || ' ' || windows_emitted + windows_reemitted || ' ' || state_rows_written
+                             FROM stoatflow.stats WHERE aggregation_name = '$agg'")"
+    local commits sink_writes state_rows
+    read -r commits sink_writes state_rows <<<"$out"
+    record "$wl" "$rep" b_commits "$commits"
+    record "$wl" "$rep" b_sink_writes "$sink_writes"
+    record "$wl" "$rep" b_state_rows "$state_rows"
+    sql -c "SELECT stoatflow.drop_source('$src', cascade => true)" >/dev/null
+    wait_workers_gone
+
+    # (c) plain SQL: kcat | COPY, then the rollup
+    sql -c "DROP TABLE IF EXISTS raw_events, rollup" -c "$(rollup_table_sql "$wl")" -c "CHECKPOINT" >/dev/null
+    lsn0=$(sql_val "SELECT pg_current_wal_lsn()")
+    t0=$(bench_now)
+    # CSV with delimiter/quote bytes that valid JSON text never contains: no escaping needed
+    # (backslashes are literal in CSV, and a JSON line is never "\.").
+    out=$(timeout "$KCAT_TIMEOUT" kcat -C -b "$KAFKA_BROKERS" -t "$topic" -o beginning -e -q -f '%s\n' |
+        sql_tags -c "COPY raw_events (j) FROM STDIN (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')" 2>&1 |
+        tail -n1) || bench_die "kcat | COPY failed: $out"
+    t1=$(bench_now)
+    [ "$out" = "COPY $ev" ] || bench_die "COPY loaded '$out', expected $ev events"
+    record "$wl" "$rep" c_copy "$(bench_diff "$t0" "$t1")"
+    t0=$(bench_now)
+    rollup_sql "$wl" | sql >/dev/null || bench_die "rollup failed"
+    t1=$(bench_now)
+    record "$wl" "$rep" c_rollup "$(bench_diff "$t0" "$t1")"
+    record "$wl" "$rep" c_wal "$(sql_val "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')")"
+    sum=$(sql_val "SELECT coalesce(sum(n), 0) FROM rollup")
+    [ "$sum" = "$want" ] || bench_die "plain SQL $wl: sum(n)=$sum, want $want"
+
+    if [ "$rep" = 1 ]; then
+        # Same rows both ways (stoatflow's sum is numeric, its max double precision).
+        local cols="key, window_start, window_end, n, total::numeric, event_time"
+        [ "${HAS_MAX[$wl]}" = 1 ] && cols+=", max_amount::float8"
+        local diff
+        diff=$(sql_val "SELECT (SELECT count(*) FROM (SELECT $cols FROM $sink EXCEPT ALL SELECT $cols FROM rollup) x)
+                            || ' ' || (SELECT count(*) FROM (SELECT $cols FROM rollup EXCEPT ALL SELECT $cols FROM $sink) y)")
+        [ "$diff" = "0 0" ] || bench_die "$wl: stoatflow sink and plain-SQL rollup differ ($diff rows only in one of them)"
+        note "$wl" check "stoatflow sink = plain-SQL rollup, row by row ($rows rows; $(awk -v e="$ev" -v m="${MULT[$wl]}" -v r="$rows" 'BEGIN { printf "%.2f", e * m / r }') events per non-empty key-window)"
+    fi
+    sql -c "DROP TABLE $sink, raw_events, rollup" >/dev/null
+    bench_log "$wl rep $rep: $(awk -F'\t' -v w="$wl" -v r="$rep" -v ev="$ev" '$1 == w && $2 == r && $3 !~ /^b_|^load$|_wal$/ {
+        printf "%s %.2f s (%.0f ev/s)  ", $3, $4, ev / $4 }' "$results")"
+}
+
+for wl in $BENCH_WORKLOADS; do
+    ds=${DATASET[$wl]}
+    note "$wl" events "${EVENTS[$ds]}"
+    note "$wl" keys "$KEYS"
+    note "$wl" minutes "${MINUTES[$ds]}"
+    note "$wl" partitions "${PARTS[$ds]}"
+    note "$wl" title "${TITLE[$wl]}"
+    note "$wl" targets "${TARGETS[$wl]}"
+    note "$wl" shape "${SHAPE[$wl]}; stoatflow: ${SF_WINDOW[$wl]}, '${SF_AGGS[$wl]}'"
+    for ((rep = 1; rep <= BENCH_REPS; rep++)); do
+        run_one "$wl" "$rep"
+    done
+done
+
+runtime=$(bench_diff "$run_started" "$(bench_now)")
+if [ "$(sha256sum "$so_file" | cut -c1-12)" != "$so_sha" ]; then
+    bench_log "WARNING: stoatflow.so was reinstalled during the run; repetitions may mix versions"
+    note _run warning "stoatflow.so was reinstalled during the run (now: $(so_stamp)); repetitions may mix versions"
+fi
+note _run date "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+note _run machine "$(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM"
+note _run postgres "$(sql_val 'SELECT version()')"
+note _run librdkafka "$(dpkg-query -W -f '${Version}' librdkafka-dev 2>/dev/null || echo '?'), mock cluster (stoatflow-mock-broker), topics produced with kcat -z lz4"
+note _run settings "shared_buffers=1GB synchronous_commit=on max_wal_size=4GB checkpoint_timeout=30min stoatflow.commit_interval=1000; plain-SQL rollup work_mem=$BENCH_ROLLUP_WORK_MEM; CHECKPOINT before (b) and (c)"
+note _run scale "BENCH_SCALE=$BENCH_SCALE: $KEYS keys$(if [ "$SMOKE" = 1 ]; then echo ' (SMOKE)'; fi)"
+note _run stoatflow "$so_identity (installed when the run started; repository HEAD $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+note _run reps "$BENCH_REPS$(if [ "$BENCH_PROFILE" = 1 ]; then echo '; PROFILE run: pg_stat_statements loaded, numbers include its overhead'; fi)"
+note _run runtime "$runtime s (whole script, including data generation and produce)"
+
+mkdir -p "$repo/bench/results"
+suffix=
+[ "$SMOKE" = 1 ] && suffix=-smoke
+md=$repo/bench/results/e2e-$(date +%Y%m%d-%H%M%S)$suffix.md
+python3 bench/lib/report.py "$results" "$meta" "$md"
+if [ "$BENCH_PROFILE" = 1 ]; then
+    { echo "## Where stoatflow's worker spends its statement time (pg_stat_statements, track = all)"
+      echo
+      cat "$work/profile.md"; } >>"$md"
+    echo
+    cat "$work/profile.md"
+fi
+echo
+echo "run time ${runtime} s; markdown: ${md#"$repo"/}"

@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# Helpers for bench/e2e.sh: logging, timing, a throwaway PostgreSQL 15 on a unix socket.
+# Sourced, not run. Every wait here is bounded.
+
+bench_log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+bench_die() { bench_log "FATAL: $*"; exit 1; }
+
+# Wall clock in seconds with microseconds (bash 5), and differences of two such values.
+bench_now() { echo "$EPOCHREALTIME"; }
+bench_diff() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+# --- PostgreSQL -------------------------------------------------------------------------------
+# pg_start WORKDIR PORT: initdb into WORKDIR/pgdata (as user postgres when run as root),
+# the benchmark's settings, start, wait (bounded by pg_ctl -t). Sets PG_BIN, PG_DATA, PG_SOCK,
+# PG_PORT, PG_RUN_AS.
+PG_BIN=${PG_BIN:-$(pg_config --bindir)}
+PG_RUN_AS=()
+PG_DATA=
+pg_start() {
+    local work=$1 port=$2
+    [ "$(id -u)" -eq 0 ] && PG_RUN_AS=(runuser -u postgres --)
+    PG_DATA=$work/pgdata PG_SOCK=$work PG_PORT=$port
+    "${PG_RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U postgres -A trust --no-locale -E UTF8 \
+        >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; return 1; }
+    cat >>"$PG_DATA/postgresql.conf" <<CONF
+# ---- bench/e2e.sh ----
+listen_addresses = ''
+unix_socket_directories = '$PG_SOCK'
+port = $PG_PORT
+shared_preload_libraries = '${PG_PRELOAD:-stoatflow}'
+stoatflow.database = 'postgres'
+stoatflow.commit_interval = 1000
+shared_buffers = 1GB
+synchronous_commit = on
+max_wal_size = 4GB
+checkpoint_timeout = 30min
+${PG_EXTRA_CONF:-}
+CONF
+    "${PG_RUN_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$work/server.log" -w -t 60 start >/dev/null ||
+        { tail -20 "$work/server.log" >&2; return 1; }
+}
+
+pg_stop() {
+    [ -n "$PG_DATA" ] && [ -f "$PG_DATA/postmaster.pid" ] || return 0
+    "${PG_RUN_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 60 stop >/dev/null 2>&1 ||
+        "${PG_RUN_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -m immediate -w -t 30 stop >/dev/null 2>&1 || true
+}
+
+# psql against the throwaway server; ON_ERROR_STOP so a failed statement fails the call.
+# BENCH_SQL_TIMEOUT bounds any single call (seconds).
+# sql_tags: the same without -q, so command tags ("COPY 123") are printed.
+sql() { sql_tags -q "$@"; }
+sql_tags() {
+    PGOPTIONS="-c client_min_messages=warning" timeout "${BENCH_SQL_TIMEOUT:-2400}" "${PG_RUN_AS[@]}" \
+        "$PG_BIN/psql" -X -v ON_ERROR_STOP=1 -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres "$@"
+}
+# One value: sql_val "SELECT ..."
+sql_val() { sql -At -c "$1"; }

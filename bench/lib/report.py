@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Summarise bench/e2e.sh measurements: a table per workload on stdout, markdown to a file.
+
+    report.py RESULTS.tsv META.tsv OUT.md
+
+RESULTS.tsv: workload, rep, metric, value (tab separated). Metrics, in seconds unless noted:
+  a = raw consume, b = stoatflow, c_copy = kcat | COPY, c_rollup = INSERT … GROUP BY … ON
+  CONFLICT; b_cpu = CPU seconds of the stoatflow source worker; b_start = seconds from the
+  declaration to the worker's backend_start.
+META.tsv: workload, key, value (events, title, targets "b/a>=0.9,b/c>=2.5", ...), and
+  workload "_run" for run-wide facts.
+"""
+import statistics
+import sys
+from collections import defaultdict
+
+
+def fmt_rate(x):
+    return "{:,.0f}".format(x)
+
+
+def main():
+    res_path, meta_path, md_path = sys.argv[1:4]
+    vals = defaultdict(lambda: defaultdict(dict))  # wl -> metric -> rep -> value
+    order = []
+    for line in open(res_path):
+        wl, rep, metric, value = line.rstrip("\n").split("\t")
+        if wl not in order:
+            order.append(wl)
+        vals[wl][metric][int(rep)] = float(value)
+    meta = defaultdict(dict)
+    for line in open(meta_path):
+        wl, k, v = line.rstrip("\n").split("\t", 2)
+        meta[wl][k] = v
+
+    out, md = [], []
+    run = meta.get("_run", {})
+    md.append("# stoatflow end-to-end benchmark, %s\n" % run.get("date", "?"))
+    for k in ("machine", "postgres", "stoatflow", "librdkafka", "settings", "scale", "reps", "runtime", "warning"):
+        if k in run:
+            md.append("- %s: %s" % (k, run[k]))
+    md.append("")
+    all_met = True
+    for wl in order:
+        m = meta[wl]
+        ev = int(m["events"])
+        reps = sorted(vals[wl]["a"].keys())
+        per = defaultdict(list)  # contender -> list of (seconds) per rep
+        for r in reps:
+            v = {k: vals[wl][k].get(r) for k in vals[wl]}
+            per["a"].append(v["a"])
+            per["b"].append(v["b"])
+            per["c"].append(v["c_copy"] + v["c_rollup"])
+            per["c_copy"].append(v["c_copy"])
+            per["c_rollup"].append(v["c_rollup"])
+            if v.get("b_cpu") is not None:
+                per["b_cpu"].append(v["b_cpu"])
+            for k in ("b_start", "b_commits", "b_sink_writes", "b_state_rows", "load", "b_wal", "c_wal"):
+                if v.get(k) is not None:
+                    per[k].append(v[k])
+        rate = {k: [ev / s for s in per[k]] for k in ("a", "b", "c", "c_copy", "c_rollup")}
+        med = {k: statistics.median(rate[k]) for k in rate}
+        title = "%s: %s" % (wl, m.get("title", ""))
+        head = "%s events, %s keys, %s min of event time, %s partitions, %d rep(s)%s" % (
+            "{:,}".format(ev), "{:,}".format(int(m["keys"])), m["minutes"], m["partitions"], len(reps),
+            "; " + m["shape"] if "shape" in m else "")
+        out.append("")
+        out.append("== " + title)
+        out.append("   " + head)
+        out.append("   %-26s %12s %12s %12s %10s" % ("", "events/s med", "min", "max", "s (med)"))
+        names = [("a", "(a) raw consume"), ("b", "(b) stoatflow"), ("c", "(c) plain SQL"),
+                 ("c_copy", "    c: kcat | COPY"), ("c_rollup", "    c: rollup INSERT")]
+        md.append("## " + title)
+        md.append("")
+        md.append(head)
+        md.append("")
+        md.append("| contender | events/s (median) | min | max | seconds (median) | per rep (s) |")
+        md.append("|---|---:|---:|---:|---:|---|")
+        for k, name in names:
+            out.append("   %-26s %12s %12s %12s %10.2f" % (name, fmt_rate(med[k]), fmt_rate(min(rate[k])),
+                                                          fmt_rate(max(rate[k])), statistics.median(per[k])))
+            md.append("| %s | %s | %s | %s | %.2f | %s |" % (name.strip().replace("|", "\\|"), fmt_rate(med[k]), fmt_rate(min(rate[k])),
+                                                            fmt_rate(max(rate[k])), statistics.median(per[k]),
+                                                            " ".join("%.2f" % s for s in per[k])))
+        extra = []
+        if per["b_cpu"]:
+            extra.append("stoatflow worker CPU %.2f s (median; %.0f%% of its wall time)"
+                         % (statistics.median(per["b_cpu"]),
+                            100 * statistics.median(per["b_cpu"]) / statistics.median(per["b"])))
+        if per["b_start"]:
+            extra.append("worker started %.2f s after the declaration (median)" % statistics.median(per["b_start"]))
+        if per["b_commits"]:
+            extra.append("stoatflow per run (median): %d commits, %s sink row writes (%.2f per event), "
+                         "%s state rows written (%.2f per event)"
+                         % (statistics.median(per["b_commits"]), "{:,.0f}".format(statistics.median(per["b_sink_writes"])),
+                            statistics.median(per["b_sink_writes"]) / ev,
+                            "{:,.0f}".format(statistics.median(per["b_state_rows"])),
+                            statistics.median(per["b_state_rows"]) / ev))
+        if per["b_wal"] and per["c_wal"]:
+            bw, cw = statistics.median(per["b_wal"]), statistics.median(per["c_wal"])
+            extra.append("WAL written (median): stoatflow %.0f MB (%.0f bytes per event), plain SQL %.0f MB (%.0f bytes per event)"
+                         % (bw / 1e6, bw / ev, cw / 1e6, cw / ev))
+        if per["load"]:
+            extra.append("1-min load average at the start of each repetition: %s (it includes this benchmark's "
+                         "own preceding work)" % " ".join("%.2f" % x for x in per["load"]))
+        for k in ("rows", "check"):
+            if k in m:
+                extra.append(m[k])
+        ratios = {"b/a": med["b"] / med["a"], "b/c": med["b"] / med["c"]}
+        targets = {}
+        for t in filter(None, m.get("targets", "").split(",")):
+            name, thr = t.split(">=")
+            targets[name] = float(thr)
+        rline = []
+        for name in ("b/a", "b/c"):
+            s = "%s = %.2f" % (name, ratios[name])
+            if name in targets:
+                ok = ratios[name] >= targets[name]
+                all_met &= ok
+                s += " (target >= %g: %s)" % (targets[name], "MET" if ok else "MISSED")
+            rline.append(s)
+        out.append("   " + "   ".join(rline))
+        for e in extra:
+            out.append("   " + e)
+        md.append("")
+        md.append("**" + "; ".join(rline) + "**")
+        md.append("")
+        for e in extra:
+            md.append("- " + e)
+        md.append("")
+    out.append("")
+    out.append("all targets met" if all_met else "some targets MISSED")
+    md.append("Targets: " + ("all met" if all_met else "some missed") + ".")
+    print("\n".join(out))
+    with open(md_path, "w") as f:
+        f.write("\n".join(md) + "\n")
+
+
+if __name__ == "__main__":
+    main()
