@@ -61,7 +61,17 @@ SELECT stoatflow.create_source('idle_release', 'e2e_idle', :'brokers', key => 'u
 SELECT stoatflow.create_aggregation('idle_hold_10s', 'idle_hold', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'idle_hold_10s');
 SELECT stoatflow.create_aggregation('idle_release_10s', 'idle_release', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'idle_release_10s');
 SELECT stoatflow.wait_caught_up('idle_hold', '60 seconds'), stoatflow.wait_caught_up('idle_release', '60 seconds');
-SELECT pg_sleep(2.5);
+-- partition 1 is silent: after idle_timeout (1 s) it no longer holds idle_release back
+-- (polled, at most 20 s; idle_hold has no timeout and stays)
+DO $$ BEGIN
+    FOR i IN 1 .. 200 LOOP
+        EXIT WHEN (SELECT bool_and(idle) FROM stoatflow.sources WHERE source_name = 'idle_release')
+              AND (SELECT watermark FROM stoatflow.stats WHERE aggregation_name = 'idle_release_10s')
+                  = timestamptz 'epoch' + interval '100 seconds';
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END $$;
+SELECT pg_sleep(0.5);
 SELECT aggregation_name, extract(epoch FROM watermark) AS watermark_s FROM stoatflow.stats
  WHERE aggregation_name LIKE 'idle%' ORDER BY 1;
 SELECT count(*) FILTER (WHERE final) AS final_windows, count(*) AS windows FROM idle_hold_10s;

@@ -211,6 +211,7 @@ private:
         consumer->assign(src->topic, starts);
         topic_ = src->topic;
         partitions_ = parts.size();
+        idle_shown_.clear();
         pipeline_ = std::move(pipeline);
         consumer_ = std::move(consumer);
         last_commit_ = wall_now();
@@ -248,6 +249,15 @@ private:
                 pipeline_->watermark().data_pending(p);
         }
         pipeline_->tick(now);
+        // The idle flags are reported with the partitions: a change is worth a commit.
+        for (auto& [p, high] : high_) {
+            const bool idle = pipeline_->watermark().is_idle(p);
+            bool& shown = idle_shown_[p];
+            if (idle != shown) {
+                shown = idle;
+                status_moved_ = true;
+            }
+        }
         progress |= eof_seen_;
         eof_seen_ = false;
         // Transport errors are retried by librdkafka; the source shows 'error' while they
@@ -381,6 +391,7 @@ private:
     std::string topic_;
     std::size_t partitions_ = 0;
     std::map<std::int32_t, std::int64_t> high_;
+    std::map<std::int32_t, bool> idle_shown_;
     std::string signature_;
     std::string status_, error_;
     core::Millis last_commit_ = 0;
