@@ -78,6 +78,29 @@ SELECT count(*) FILTER (WHERE final) AS final_windows, count(*) AS windows FROM 
 SELECT count(*) FILTER (WHERE final) AS final_windows, count(*) AS windows FROM idle_release_10s;
 SELECT partition, idle FROM stoatflow.sources WHERE source_name = 'idle_release' ORDER BY 1;
 
+-- A sink dropped under a running aggregation: a clear error in stats, no crash; the source
+-- waits (retrying) until the aggregation is dropped
+SELECT stoatflow.create_source('sinkgone', 'e2e_faults', :'brokers', key => 'user', event_time => 'ts',
+    max_out_of_orderness => '0');
+SELECT stoatflow.create_aggregation('sinkgone_a', 'sinkgone', stoatflow.tumbling('10 seconds'),
+    'count(*) AS n', 'sinkgone_a');
+\! echo '{"user":"a","ts":1000}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_faults -p 0 >/dev/null 2>&1
+SELECT stoatflow.wait_caught_up('sinkgone', '60 seconds');
+SELECT key, n FROM sinkgone_a;
+DROP TABLE sinkgone_a;
+\! echo '{"user":"a","ts":2000}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_faults -p 0 >/dev/null 2>&1
+DO $$ BEGIN
+    FOR i IN 1 .. 200 LOOP
+        EXIT WHEN (SELECT last_error FROM stoatflow.stats WHERE aggregation_name = 'sinkgone_a') IS NOT NULL;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END $$;
+SELECT aggregation_name, last_error FROM stoatflow.stats WHERE aggregation_name = 'sinkgone_a';
+SELECT DISTINCT status, last_error FROM stoatflow.sources WHERE source_name = 'sinkgone';
+SELECT stoatflow.wait_caught_up('sinkgone', '1 second');
+SELECT stoatflow.drop_aggregation('sinkgone_a');
+SELECT stoatflow.drop_source('sinkgone');
+
 -- wait_caught_up honours its timeout when the broker cannot be reached
 SELECT stoatflow.create_source('nowhere', 'e2e_idle', '127.0.0.1:1');
 SELECT stoatflow.wait_caught_up('nowhere', '1 second');

@@ -147,7 +147,12 @@ void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::Windo
 
 void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out) {
     if (out.deletes.empty() && out.upserts.empty()) return;
-    spi_exec("SELECT $1::oid::regclass::text", {{OIDOID, ObjectIdGetDatum(agg.def.sink)}});
+    // The sink is an ordinary table: someone may have dropped it under us.
+    if (spi_exec("SELECT c.oid::regclass::text FROM pg_class c WHERE c.oid = $1",
+                 {{OIDOID, ObjectIdGetDatum(agg.def.sink)}}) == 0)
+        throw Error("42P01", "the sink table of aggregation \"" + agg.def.name + "\" no longer exists",
+                    "Drop the aggregation (stoatflow.drop_aggregation) and create it again; the "
+                    "source waits until then.");
     const std::string sink = *spi_text(0, 1);
     const auto& layout = agg.engine->layout();
     as_role(agg.def.owner, [&] {
