@@ -91,3 +91,15 @@ else
     skip "kafka: mock broker round trip" "no test/kafka/roundtrip.sh"
 fi
 step "faults: kill -9, immediate restart, broker outage, SIGTERM" bash test/faults/run.sh
+
+# (g) benchmarks build and run in a smoke size (their numbers mean nothing here; see
+# BENCHMARKS.md for real runs)
+bench_smoke() {
+    cmake --build build -j"$jobs" --target stoatflow_engine_bench stoatflow-raw-consume
+    BENCH_SCALE=0.005 ./build/stoatflow_engine_bench --benchmark_report_aggregates_only=true
+}
+if [ -x build/stoatflow-mock-broker ]; then
+    step "bench: engine benchmark smoke" bench_smoke
+else
+    skip "bench: engine benchmark smoke" "no core build"
+fi
