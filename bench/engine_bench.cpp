@@ -121,8 +121,54 @@ void decode_only(benchmark::State& state) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
 }
 
+long rss_bytes() {
+    long pages = 0, resident = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        std::fclose(f);
+    }
+    return resident * 4096;
+}
+
+// Memory per open key-window (issue 5): `keys` keys with one open 1-hour window each, fed
+// `per_key` events each; RSS growth divided by the windows held.
+void memory_per_window(benchmark::State& state) {
+    const int keys = static_cast<int>(state.range(0));
+    const int per_key = static_cast<int>(state.range(1));
+    double bytes_per_window = 0, growth_after_first_round = 0;
+    for (auto _ : state) {
+        const long before = rss_bytes();
+        WindowedAggregation agg(WindowSpec::tumbling(kHour), count_sum_max(), EmitStrategy::OnWindowUpdate,
+                                kNoTime);
+        CommitOutput out;
+        Value values[3] = {Value::missing(), Value::of_int(7), Value::of_int(7)};
+        char key[32];
+        for (int round = 0; round < per_key; ++round) {
+            for (int k = 0; k < keys; ++k) {
+                const int len = std::snprintf(key, sizeof key, "user%07d", k);
+                agg.process(std::string_view(key, len), kBase + round, values, kBase);
+            }
+            agg.flush(kBase, out);  // as commits do: the dirty list is drained
+            out.clear();
+            out.state.shrink_to_fit();
+            out.upserts.shrink_to_fit();
+            if (round == 0) {
+                bytes_per_window = static_cast<double>(rss_bytes() - before) / agg.resident_windows();
+                growth_after_first_round = static_cast<double>(rss_bytes());
+            }
+        }
+        growth_after_first_round = static_cast<double>(rss_bytes()) - growth_after_first_round;
+        benchmark::DoNotOptimize(agg);
+    }
+    state.counters["bytes_per_window"] = bytes_per_window;
+    state.counters["rss_growth_after_first_round"] = growth_after_first_round;
+    state.counters["key_bytes"] = 11;
+}
+
 }  // namespace
 
+BENCHMARK(memory_per_window)->Args({100000, 10})->Args({1000000, 1})
+    ->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(decode_only)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
 BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(), scaled(2000000), 0)
     ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
