@@ -358,7 +358,7 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
                                    CommitOutput& out) {
     if (ws.emitted_start != kNoTime && ws.emitted_start != ws.start)
         out.deletes.push_back({key, ws.emitted_start});
-    out.upserts.push_back(SinkRow{key, ws.start, ws.end, ws.max_time, ws.cells, final});
+    out.upserts.push_back(SinkRow{key, ws.start, ws.end, ws.max_time, ws.cells, final, ws.emitted_start == kNoTime});
     ws.emitted_start = ws.start;
     if (ws.ever_emitted) ++stats_.windows_reemitted;
     else ++stats_.windows_emitted;
@@ -394,7 +394,10 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
         KeyIt kit = p.key;
         WindowState* ws = direct ? p.ws : find_window(kit, p.start);
         if (ws && !ws->closed && ws->end == p.end) {
-            if (ws->dirty) state_row(kit->first, *ws, out);
+            // A closed window's state is never read again (restore skips windows the
+            // committed W has closed), except a sliding window's: later windows derive from it.
+            if (ws->dirty && spec_.kind == WindowKind::Sliding) state_row(kit->first, *ws, out);
+            ws->dirty = false;
             emit_row(kit->first, *ws, true, out);
             ws->closed = true;
             --open_windows_;

@@ -77,6 +77,22 @@ TEST(ChangedState, OnlyWindowsChangedSinceTheLastCommit) {
     for (auto& s : c.state) EXPECT_EQ(s.key, "k7");
 }
 
+TEST(ChangedState, WindowsClosingInTheirFirstCommitWriteNoState) {
+    // A window opened and closed between two commits is final at once: restore skips it,
+    // so it costs a sink row and no state row. One still open keeps its state row.
+    Harness h(WindowSpec::tumbling(10, 0), EmitStrategy::OnWindowUpdate);
+    h.push({{"a", 1, 1}, {"b", 2, 1}, {"a", 15, 1}});  // W = 15: [0,10) closed
+    auto c = h.commit();
+    ASSERT_EQ(c.state.size(), 1u);
+    EXPECT_EQ(c.state[0].key, "a");
+    EXPECT_EQ(c.state[0].start, 10);
+    EXPECT_EQ(c.upserts.size(), 3u);
+    // Sliding windows keep theirs: later windows are derived from them.
+    Harness s(WindowSpec::sliding(10, 0), EmitStrategy::OnWindowUpdate);
+    s.push({{"a", 1, 1}, {"a", 40, 1}});
+    EXPECT_FALSE(s.commit().state.empty());
+}
+
 TEST(ChangedState, SessionMergeWritesTombstones) {
     Harness h(WindowSpec::session(13), EmitStrategy::OnWindowUpdate, 100);
     h.push({{"a", 0, 1}, {"a", 25, 1}});

@@ -46,6 +46,9 @@ struct SinkRow {
     Millis event_time = 0;
     CellArray cells;
     bool final = false;
+    // Never written to the sink before (by this aggregation, under any start): the row can
+    // be inserted rather than upserted.
+    bool fresh = false;
 };
 struct SinkDelete {
     std::string key;
