@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
 
 namespace stoatflow::core {
@@ -217,6 +218,13 @@ std::optional<std::string> AggLayout::as_numeric_text(std::size_t i, const AggCe
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", total);
     return std::string(buf);
+}
+
+std::optional<std::int64_t> AggLayout::as_numeric_int64(std::size_t i, const AggCell& c) const {
+    if (specs_[i].fn != AggFn::Sum || c.n == 0 || c.d != 0.0) return std::nullopt;
+    if (c.isum < std::numeric_limits<std::int64_t>::min() || c.isum > std::numeric_limits<std::int64_t>::max())
+        return std::nullopt;
+    return static_cast<std::int64_t>(c.isum);
 }
 
 std::optional<std::string> AggLayout::as_text(std::size_t i, const AggCell& c) const {

@@ -101,6 +101,21 @@ TEST(Aggregates, IntegerSumsAreExactBeyond64Bits) {
     EXPECT_EQ(l.as_numeric_text(2, c[2]).value(), "18446744073709551612");
 }
 
+TEST(Aggregates, SumAsInt64OnlyWhenExactAndInRange) {
+    auto l = all_six();
+    auto c = l.empty_state();
+    EXPECT_FALSE(l.as_numeric_int64(2, c[2]));  // no values: NULL
+    add(l, c, Value::of_int(LLONG_MAX));
+    EXPECT_EQ(l.as_numeric_int64(2, c[2]).value(), LLONG_MAX);
+    add(l, c, Value::of_int(1));
+    EXPECT_FALSE(l.as_numeric_int64(2, c[2]));  // beyond int64: text path
+    add(l, c, Value::of_int(-2));
+    EXPECT_EQ(l.as_numeric_int64(2, c[2]).value(), LLONG_MAX - 1);
+    add(l, c, Value::of_double(0.5));
+    EXPECT_FALSE(l.as_numeric_int64(2, c[2]));  // a fraction: text path
+    EXPECT_FALSE(l.as_numeric_int64(0, c[0]));  // not a sum
+}
+
 TEST(Aggregates, IntegralDoublesStayExactFractionsAdd) {
     auto l = all_six();
     auto c = l.empty_state();

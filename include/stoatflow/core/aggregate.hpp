@@ -129,6 +129,8 @@ public:
     std::optional<double> as_double(std::size_t i, const AggCell& c) const;
     // numeric as exact decimal text (sum)
     std::optional<std::string> as_numeric_text(std::size_t i, const AggCell& c) const;
+    // The same sum when it is an exact integer within int64 (the common case; no text).
+    std::optional<std::int64_t> as_numeric_int64(std::size_t i, const AggCell& c) const;
     // Any column as text (for tests and the SQL layer's text paths).
     std::optional<std::string> as_text(std::size_t i, const AggCell& c) const;
 
