@@ -96,12 +96,28 @@ SELECT stoatflow.drop_aggregation('once', drop_sink => true);
 DROP TABLE writes;
 
 ------------------------------------------------------------------------------------------
+-- Windows never written before go in with a plain INSERT; when the sink already holds a
+-- row for one (put there by hand), that batch is upserted instead and the commit succeeds
+SELECT src('s_pre');
+SELECT stoatflow.create_aggregation('pre', 's_pre', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'pre');
+INSERT INTO pre (key, window_start, window_end, n, event_time, final)
+    VALUES ('b', to_timestamp(0), to_timestamp(10), 99, to_timestamp(0), true);
+SELECT * FROM feed('s_pre', rec('a', 1000), rec('b', 2000), rec('b', 3000));
+SELECT key, secs(window_start) AS ws, n, secs(event_time) AS et, final FROM pre ORDER BY 1, 2;
+SELECT * FROM feed('s_pre', rec('a', 4000), rec('c', 5000));
+SELECT key, secs(window_start) AS ws, n, secs(event_time) AS et, final FROM pre ORDER BY 1, 2;
+SELECT stoatflow.drop_aggregation('pre', drop_sink => true);
+
+------------------------------------------------------------------------------------------
 -- Segments: state lives in segment tables of stoatflow_state, one per epoch-aligned
 -- segment (interval = max(retention/2, 60 s, size) = 60 s here), dropped whole once
 -- the watermark is a full retention past their end. Sinks are never touched by expiry.
 SELECT src('s_seg');
 SELECT stoatflow.create_aggregation('seg', 's_seg', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'seg');
-SELECT * FROM feed('s_seg', rec('a', 1000), rec('a', 61000), rec('a', 125000));
+-- (one commit per record: a window opened and closed within one commit writes no state)
+SELECT * FROM feed('s_seg', rec('a', 1000));
+SELECT * FROM feed('s_seg', rec('a', 61000));
+SELECT * FROM feed('s_seg', rec('a', 125000));
 SELECT segment_start / 1000 AS seg_s, span_ms, relname, to_regclass('stoatflow_state.' || relname) IS NOT NULL AS exists
   FROM stoatflow.segment s JOIN stoatflow.aggregation a USING (aggregation_id)
  WHERE a.aggregation_name = 'seg' ORDER BY 1;

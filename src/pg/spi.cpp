@@ -6,11 +6,13 @@
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/resowner.h"
 }
 
 namespace stoatflow::pg {
@@ -220,6 +222,34 @@ Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls
         return PointerGetDatum(construct_md_array(const_cast<Datum*>(data), null_flags, 1, dims, lbs,
                                                   elemtype, typlen, typbyval, typalign));
     });
+}
+
+bool in_subtransaction(const char* tolerated, const std::function<void()>& f) {
+    // The PL/pgSQL exception-block pattern: memory context and resource owner of the outer
+    // transaction are restored after the subtransaction ends either way.
+    MemoryContext cxt = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    MemoryContextSwitchTo(cxt);
+    auto roll_back = [&] {
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+        MemoryContextSwitchTo(cxt);
+        CurrentResourceOwner = owner;
+    };
+    try {
+        f();
+    } catch (const PgError& e) {
+        roll_back();
+        if (e.sqlstate() == tolerated) return false;
+        throw;
+    } catch (...) {
+        roll_back();
+        throw;
+    }
+    pg_call([] { ReleaseCurrentSubTransaction(); });
+    MemoryContextSwitchTo(cxt);
+    CurrentResourceOwner = owner;
+    return true;
 }
 
 }  // namespace stoatflow::pg

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -63,6 +64,12 @@ Datum make_text_array(const std::vector<std::string>& v);
 Datum make_int64_array(const std::vector<std::int64_t>& v);
 // Any element type; nulls may be empty (no NULLs).
 Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls, Oid elemtype);
+
+// Runs f in a subtransaction of the current transaction. Returns true when f succeeded
+// (the subtransaction is released into the outer one); false when f failed with SQLSTATE
+// `tolerated` (the subtransaction is rolled back, the outer transaction goes on). Any
+// other error also rolls it back, then propagates.
+bool in_subtransaction(const char* tolerated, const std::function<void()>& f);
 
 // Runs f with the current user switched to `role` (sink writes run as the aggregation's
 // owner) and restores the previous user also when f throws.
