@@ -21,6 +21,7 @@ void _PG_init(void);
 namespace stoatflow::pg {
 
 int commit_interval_ms = kCommitIntervalDefaultMs;
+int catchup_commit_interval_ms = kCatchupCommitIntervalDefaultMs;
 char* database_name = nullptr;
 
 void define_settings() {
@@ -29,6 +30,13 @@ void define_settings() {
         "Window state, sink rows, dead letters and Kafka offsets are written "
         "in one transaction per interval.",
         &commit_interval_ms, kCommitIntervalDefaultMs, kCommitIntervalMinMs, kCommitIntervalMaxMs,
+        PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "stoatflow.catchup_commit_interval",
+        "How often a source's worker commits while it is far behind its topic.",
+        "Used instead of stoatflow.commit_interval while at least 50000 records wait to be "
+        "consumed; 0 (or a value not above commit_interval) commits every commit_interval.",
+        &catchup_commit_interval_ms, kCatchupCommitIntervalDefaultMs, 0, kCatchupCommitIntervalMaxMs,
         PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "stoatflow.database", "Database the stoatflow background worker connects to.", nullptr,

@@ -62,8 +62,11 @@ namespace {
 constexpr int kPollTimeoutMs = 100;
 constexpr long kIdleCheckMs = 200;  // a source without aggregations looks again this often
 constexpr std::size_t kPollBatch = 10000;
-// Bounds on one commit, whatever the interval: its memory and its transaction size.
+// Bounds on one commit, whatever the interval: its memory and its transaction size
+// (while catching up, more records: they cost no memory once windowed, and every extra
+// commit rewrites the same windows).
 constexpr std::int64_t kMaxRecordsPerCommit = 500000;
+constexpr std::int64_t kMaxRecordsPerCatchupCommit = 4000000;
 constexpr std::size_t kMaxChangesPerCommit = 200000;
 // Broker calls block the worker (SIGTERM waits for them): keep each one short and let
 // the retry loop with backoff do the waiting.
@@ -237,6 +240,7 @@ private:
             }) > 0;
         // Partitions that have never delivered a record but now have some waiting hold the
         // watermark again, so a burst on one partition cannot make the others late.
+        std::int64_t waiting = 0;  // records in the topic not consumed yet
         for (auto& [p, high] : high_) {
             const std::int64_t h = consumer_->cached_high(topic_, p);
             if (h > high) {
@@ -245,6 +249,7 @@ private:
             }
             const auto next = pipeline_->next_offsets().find(p);
             const std::int64_t pos = next == pipeline_->next_offsets().end() ? 0 : next->second;
+            if (h > pos) waiting += h - pos;
             if (h > pos && pipeline_->watermark().partition_max(p) == core::kNoTime)
                 pipeline_->watermark().data_pending(p);
         }
@@ -277,8 +282,12 @@ private:
                 ProcessConfigFile(PGC_SIGHUP);
             }
         });
-        if (wall_now() - last_commit_ >= commit_interval_ms ||
-            pipeline_->records_since_commit() >= kMaxRecordsPerCommit ||
+        // Far behind, intermediate results would be rewritten within seconds: commit less
+        // often (stoatflow.catchup_commit_interval) until the backlog is consumed.
+        const bool catching_up = waiting >= kCatchupLagRecords && catchup_commit_interval_ms > commit_interval_ms;
+        const core::Millis interval = catching_up ? catchup_commit_interval_ms : commit_interval_ms;
+        const std::int64_t max_records = catching_up ? kMaxRecordsPerCatchupCommit : kMaxRecordsPerCommit;
+        if (wall_now() - last_commit_ >= interval || pipeline_->records_since_commit() >= max_records ||
             pipeline_->pending_changes() >= kMaxChangesPerCommit)
             commit(false);
     }

@@ -9,10 +9,19 @@ constexpr int kCommitIntervalDefaultMs = 1000;
 constexpr int kCommitIntervalMinMs = 10;
 constexpr int kCommitIntervalMaxMs = 60 * 60 * 1000;
 
+// stoatflow.catchup_commit_interval: while a source is far behind the end of its topic
+// (at least kCatchupLagRecords records waiting), commits come at most this often instead:
+// rows rewritten at every commit of a backlog would be superseded within seconds.
+// 0 or anything not above commit_interval turns it off (SIGHUP).
+constexpr int kCatchupCommitIntervalDefaultMs = 10000;
+constexpr int kCatchupCommitIntervalMaxMs = 60 * 60 * 1000;
+constexpr long kCatchupLagRecords = 50000;
+
 // stoatflow.database: the database the background worker connects to (postmaster start).
 constexpr const char* kDatabaseDefault = "postgres";
 
 extern int commit_interval_ms;
+extern int catchup_commit_interval_ms;
 extern char* database_name;
 
 // Defines the settings above; called once from _PG_init.
