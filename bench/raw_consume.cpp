@@ -58,6 +58,18 @@ int main(int argc, char** argv) {
     set(conf, "enable.auto.offset.store", "false");
     set(conf, "enable.partition.eof", "true");
     set(conf, "auto.offset.reset", "earliest");
+    // Extra librdkafka properties, "k=v;k=v" (to compare consumer settings with the worker's).
+    if (const char* extra = std::getenv("RAW_CONSUME_CONF")) {
+        std::string rest = extra;
+        while (!rest.empty()) {
+            const auto semi = rest.find(';');
+            const std::string kv = rest.substr(0, semi);
+            rest = semi == std::string::npos ? "" : rest.substr(semi + 1);
+            const auto eq = kv.find('=');
+            if (eq == std::string::npos) die("RAW_CONSUME_CONF wants k=v;k=v, got " + kv);
+            set(conf, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str());
+        }
+    }
     char err[512];
     rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     if (!rk) die(std::string("cannot create consumer: ") + err);
