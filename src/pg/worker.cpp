@@ -6,6 +6,7 @@
 //   worker:    start (restore, seek) → [poll batch → process]* → commit → ... ;
 //              SIGTERM: commit what was consumed, exit 0. Any failure: record it, back off,
 //              rebuild from the committed state (nothing uncommitted survives a failure).
+#include "stoatflow/core/commit_policy.hpp"
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/kafka/consumer.hpp"
 
@@ -62,12 +63,6 @@ namespace {
 constexpr int kPollTimeoutMs = 100;
 constexpr long kIdleCheckMs = 200;  // a source without aggregations looks again this often
 constexpr std::size_t kPollBatch = 10000;
-// Bounds on one commit, whatever the interval: its memory and its transaction size
-// (while catching up, more records: they cost no memory once windowed, and every extra
-// commit rewrites the same windows).
-constexpr std::int64_t kMaxRecordsPerCommit = 500000;
-constexpr std::int64_t kMaxRecordsPerCatchupCommit = 4000000;
-constexpr std::size_t kMaxChangesPerCommit = 200000;
 // Broker calls block the worker (SIGTERM waits for them): keep each one short and let
 // the retry loop with backoff do the waiting.
 constexpr int kKafkaTimeoutMs = 2000;
@@ -282,13 +277,9 @@ private:
                 ProcessConfigFile(PGC_SIGHUP);
             }
         });
-        // Far behind, intermediate results would be rewritten within seconds: commit less
-        // often (stoatflow.catchup_commit_interval) until the backlog is consumed.
-        const bool catching_up = waiting >= kCatchupLagRecords && catchup_commit_interval_ms > commit_interval_ms;
-        const core::Millis interval = catching_up ? catchup_commit_interval_ms : commit_interval_ms;
-        const std::int64_t max_records = catching_up ? kMaxRecordsPerCatchupCommit : kMaxRecordsPerCommit;
-        if (wall_now() - last_commit_ >= interval || pipeline_->records_since_commit() >= max_records ||
-            pipeline_->pending_changes() >= kMaxChangesPerCommit)
+        const core::CommitPolicy policy{commit_interval_ms, catchup_commit_interval_ms};
+        if (policy.due(wall_now() - last_commit_, pipeline_->records_since_commit(), pipeline_->pending_changes(),
+                       waiting))
             commit(false);
     }
 

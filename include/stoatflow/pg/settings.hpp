@@ -9,13 +9,11 @@ constexpr int kCommitIntervalDefaultMs = 1000;
 constexpr int kCommitIntervalMinMs = 10;
 constexpr int kCommitIntervalMaxMs = 60 * 60 * 1000;
 
-// stoatflow.catchup_commit_interval: while a source is far behind the end of its topic
-// (at least kCatchupLagRecords records waiting), commits come at most this often instead:
-// rows rewritten at every commit of a backlog would be superseded within seconds.
-// 0 or anything not above commit_interval turns it off (SIGHUP).
+// stoatflow.catchup_commit_interval: the commit interval while a source is far behind the
+// end of its topic (core::CommitPolicy); 0 or anything not above commit_interval turns it
+// off (SIGHUP).
 constexpr int kCatchupCommitIntervalDefaultMs = 10000;
 constexpr int kCatchupCommitIntervalMaxMs = 60 * 60 * 1000;
-constexpr long kCatchupLagRecords = 50000;
 
 // stoatflow.database: the database the background worker connects to (postmaster start).
 constexpr const char* kDatabaseDefault = "postgres";
