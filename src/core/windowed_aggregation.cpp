@@ -51,12 +51,38 @@ Millis WindowedAggregation::segment_time(const WindowState& ws) const {
 // ---------------------------------------------------------------------------------
 // Window bookkeeping
 
+namespace {
+using Windows = std::vector<WindowedAggregation::WindowState>;
+// Index of the first window with start ≥ s / > s.
+std::size_t lower_index(const Windows& m, Millis s) {
+    return static_cast<std::size_t>(
+        std::lower_bound(m.begin(), m.end(), s, [](const auto& w, Millis x) { return w.start < x; }) -
+        m.begin());
+}
+std::size_t upper_index(const Windows& m, Millis s) {
+    return static_cast<std::size_t>(
+        std::upper_bound(m.begin(), m.end(), s, [](Millis x, const auto& w) { return x < w.start; }) -
+        m.begin());
+}
+}  // namespace
+
+WindowedAggregation::WindowState* WindowedAggregation::find_window(KeyIt kit, Millis start) {
+    Windows& m = kit->second.windows;
+    // Records and closes mostly concern the newest or the oldest window.
+    if (m.empty()) return nullptr;
+    if (m.back().start == start) return &m.back();
+    if (m.front().start == start) return &m.front();
+    const std::size_t i = lower_index(m, start);
+    return i < m.size() && m[i].start == start ? &m[i] : nullptr;
+}
+
 WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit,
                                                                    Millis start, Millis end) {
-    auto [it, inserted] = kit->second.windows.try_emplace(start);
-    assert(inserted);
-    (void)inserted;
-    return init_window(kit, it->second, start, end);
+    Windows& m = kit->second.windows;
+    const std::size_t i = m.empty() || m.back().start < start ? m.size() : lower_index(m, start);
+    assert(i == m.size() || m[i].start != start);
+    m.emplace(m.begin() + static_cast<std::ptrdiff_t>(i));
+    return init_window(kit, m[i], start, end);
 }
 
 WindowedAggregation::WindowState& WindowedAggregation::init_window(KeyIt kit, WindowState& ws,
@@ -71,14 +97,37 @@ WindowedAggregation::WindowState& WindowedAggregation::init_window(KeyIt kit, Wi
 }
 
 void WindowedAggregation::schedule_close(KeyIt kit, const WindowState& ws) {
-    closes_.push(Pending{spec_.close_point(ws.end), kit, ws.start, ws.end, const_cast<WindowState*>(&ws)});
+    const Millis at = spec_.close_point(ws.end);
+    if (grid_kind()) {
+        const Millis filed = kit->second.close_at;
+        if (filed == kNoTime || at < filed) file_grid_close(kit, at);
+        return;
+    }
+    closes_.push(Pending{at, kit, ws.start, ws.end});
+    ++kit->second.refs;
+}
+
+void WindowedAggregation::file_grid_close(KeyIt kit, Millis at) {
+    if (at != last_bucket_at_ || !last_bucket_) {
+        last_bucket_ = &calendar_[at];
+        last_bucket_at_ = at;
+    }
+    last_bucket_->push_back(GridClose{kit, at});
+    kit->second.close_at = at;
     ++kit->second.refs;
 }
 
 void WindowedAggregation::schedule_eviction(KeyIt kit, const WindowState& ws) {
-    evictions_.push(Pending{ws.start + segments_.retention() + 1, kit, ws.start, ws.end,
-                            const_cast<WindowState*>(&ws)});
+    evictions_.push(Pending{ws.start + segments_.retention() + 1, kit, ws.start, ws.end});
     ++kit->second.refs;
+}
+
+void WindowedAggregation::mark_gone(KeyIt kit, WindowState& ws, std::vector<KeyIt>& compact) {
+    ws.gone = true;
+    if (!kit->second.has_gone) {
+        kit->second.has_gone = true;
+        compact.push_back(kit);
+    }
 }
 
 void WindowedAggregation::release(KeyIt kit) {
@@ -88,20 +137,22 @@ void WindowedAggregation::release(KeyIt kit) {
 void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
     if (!ws.dirty) {
         ws.dirty = true;
-        dirty_.push_back(Dirty{kit, ws.start, &ws});
-        ++kit->second.refs;
+        ++dirty_count_;
+        if (!kit->second.dirty_listed) {
+            kit->second.dirty_listed = true;
+            dirty_keys_.push_back(kit);
+            ++kit->second.refs;
+        }
     }
 }
 
-void WindowedAggregation::remove_window(KeyIt kit,
-                                        std::map<Millis, WindowState>::iterator wit) {
-    WindowState& ws = wit->second;
-    if (kit->second.last == &ws) kit->second.last = nullptr;
-    if (!ws.closed) {
+void WindowedAggregation::remove_window(KeyIt kit, std::size_t index) {
+    Windows& m = kit->second.windows;
+    if (!m[index].closed) {
         --open_windows_;
         --kit->second.open;
     }
-    kit->second.windows.erase(wit);
+    m.erase(m.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
 // ---------------------------------------------------------------------------------
@@ -123,8 +174,9 @@ void WindowedAggregation::process_batch(const RecordRef* records, std::size_t n)
         }
         for (std::size_t i = 0; i < m; ++i) keys_.prefetch_entry(hashes[i]);
         for (std::size_t i = 0; i < m; ++i) {
-            // the window most recently touched for that key (grid kinds hit it)
-            if (const auto* e = keys_.peek(hashes[i]); e && e->second.last) __builtin_prefetch(e->second.last);
+            // the key's newest window (grid kinds mostly hit it)
+            if (const auto* e = keys_.peek(hashes[i]); e && !e->second.windows.empty())
+                __builtin_prefetch(&e->second.windows.back());
         }
         for (std::size_t i = 0; i < m; ++i) {
             const RecordRef& r = records[base + i];
@@ -146,38 +198,35 @@ void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, 
 
 void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
                                        Millis w) {
-    KeyState& ks = kit->second;
-    if (spec_.advance == spec_.size) {  // tumbling: one window, usually the last one touched
-        const Window win{floor_to(t, spec_.size), floor_to(t, spec_.size) + spec_.size};
-        if (spec_.is_closed(win.end, w)) {
+    Windows& m = kit->second.windows;
+    if (spec_.advance == spec_.size) {  // tumbling: one window, usually the key's newest
+        const Millis start = floor_to(t, spec_.size);
+        if (spec_.is_closed(start + spec_.size, w)) {
             ++stats_.dropped_late_window;
             return;
         }
-        WindowState* hit = ks.last;
-        if (!hit || hit->start != win.start) {
-            auto it = ks.windows.find(win.start);
-            hit = it != ks.windows.end() ? &it->second : &open_window(kit, win.start, win.end);
-            ks.last = hit;
-        }
+        WindowState* hit = find_window(kit, start);
+        if (!hit) hit = &open_window(kit, start, start + spec_.size);
         add_to(kit, *hit, t, values);
         return;
     }
-    // Hopping: the record's windows are consecutive in the key's map (starts descending
-    // by advance), so one search finds the newest and the rest are neighbours.
-    auto pos = ks.windows.upper_bound(floor_to(t, spec_.advance));
+    // Hopping: the record's windows are consecutive in the key's windows (starts
+    // descending by advance), so one search finds the newest and the rest are neighbours.
+    std::size_t pos = m.empty() || m.back().start <= floor_to(t, spec_.advance)
+                          ? m.size()
+                          : upper_index(m, floor_to(t, spec_.advance));
     grid_.for_each(t, [&](Window win) {
         if (spec_.is_closed(win.end, w)) {
             ++stats_.dropped_late_window;
             return;
         }
-        auto prev = pos;
-        if (pos != ks.windows.begin() && (--prev)->first == win.start) {
-            pos = prev;
+        if (pos > 0 && m[pos - 1].start == win.start) {
+            --pos;
         } else {
-            pos = ks.windows.emplace_hint(pos, win.start, WindowState{});
-            init_window(kit, pos->second, win.start, win.end);
+            m.emplace(m.begin() + static_cast<std::ptrdiff_t>(pos));
+            init_window(kit, m[pos], win.start, win.end);
         }
-        add_to(kit, pos->second, t, values);
+        add_to(kit, m[pos], t, values);
     });
 }
 
@@ -200,21 +249,20 @@ void WindowedAggregation::add_to(KeyIt kit, WindowState& ws, Millis t, const Val
 // A record whose own left window is closed is dropped whole: every window containing
 // an accepted record is then open, so no closed window is ever changed.
 namespace {
-template <class Map, class Pred>
-const typename Map::mapped_type* last_in(const Map& m, Millis lo, Millis hi, Pred pred) {
+template <class Pred>
+const WindowedAggregation::WindowState* last_in(const Windows& m, Millis lo, Millis hi, Pred pred) {
     if (lo > hi) return nullptr;
-    auto it = m.upper_bound(hi);
-    while (it != m.begin()) {
-        --it;
-        if (it->first < lo) break;
-        if (pred(it->second)) return &it->second;
+    for (std::size_t i = upper_index(m, hi); i > 0;) {
+        --i;
+        if (m[i].start < lo) break;
+        if (pred(m[i])) return &m[i];
     }
     return nullptr;
 }
-template <class Map, class Pred>
-const typename Map::mapped_type* first_in(const Map& m, Millis lo, Millis hi, Pred pred) {
-    for (auto it = m.lower_bound(lo); it != m.end() && it->first <= hi; ++it)
-        if (pred(it->second)) return &it->second;
+template <class Pred>
+const WindowedAggregation::WindowState* first_in(const Windows& m, Millis lo, Millis hi, Pred pred) {
+    for (std::size_t i = lower_index(m, lo); i < m.size() && m[i].start <= hi; ++i)
+        if (pred(m[i])) return &m[i];
     return nullptr;
 }
 }  // namespace
@@ -226,8 +274,7 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
         ++stats_.dropped_late_window;
         return;
     }
-    auto& m = kit->second.windows;
-    const KeyState& ks = kit->second;
+    Windows& m = kit->second.windows;
     auto any = [](const WindowState&) { return true; };
     auto record = [this](const WindowState& ws) { return is_record_window(ws); };
 
@@ -235,43 +282,44 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
     bool make_left = false, make_right = false, make_prev_right = false;
     Millis right_max = kNoTime, prev_right_start = 0;
 
-    const bool left_exists = m.count(t - d) != 0;
-    const bool t_known = left_exists && is_record_window(m.at(t - d));
+    const WindowState* left = find_window(kit, t - d);
+    const bool left_exists = left != nullptr;
+    const bool t_known = left_exists && is_record_window(*left);
     if (!t_known) {
-        const WindowState* p = last_in(ks.windows, t - 2 * d, t - d - 1, record);
+        const WindowState* p = last_in(m, t - 2 * d, t - d - 1, record);
         if (!left_exists) {
             make_left = true;
             if (p) {
                 const Millis pt = p->max_time;
-                const WindowState* r = last_in(ks.windows, pt - d + 1, t - d, any);
+                const WindowState* r = last_in(m, pt - d + 1, t - d, any);
                 left_base = r ? r->cells : p->cells;
             } else {
                 left_base = layout_.empty_state();
             }
         }
-        if (m.count(t + 1) == 0) {
-            const WindowState* n = first_in(ks.windows, t - d + 1, t + 1, record);
+        if (!find_window(kit, t + 1)) {
+            const WindowState* n = first_in(m, t - d + 1, t + 1, record);
             if (n) {
                 const Millis nt = n->max_time;
-                const WindowState* mw = last_in(ks.windows, nt - d, t + 1, record);
+                const WindowState* mw = last_in(m, nt - d, t + 1, record);
                 const Millis mt = mw->max_time;
-                const WindowState* u = last_in(ks.windows, mt - d + 1, t, any);
+                const WindowState* u = last_in(m, mt - d + 1, t, any);
                 right_base = u ? u->cells : mw->cells;
                 right_max = mt;
                 make_right = true;
             }
         }
-        if (p && m.count(p->max_time + 1) == 0 && p->max_time + 1 != t - d) {
+        if (p && !find_window(kit, p->max_time + 1) && p->max_time + 1 != t - d) {
             make_prev_right = true;
             prev_right_start = p->max_time + 1;
         }
     }
 
     // Existing windows containing t.
-    for (auto it = m.lower_bound(t - d); it != m.end() && it->first <= t; ++it) {
-        layout_.add(it->second.cells.data(), values);
-        it->second.max_time = std::max(it->second.max_time, t);
-        touch(kit, it->second);
+    for (std::size_t i = lower_index(m, t - d); i < m.size() && m[i].start <= t; ++i) {
+        layout_.add(m[i].cells.data(), values);
+        m[i].max_time = std::max(m[i].max_time, t);
+        touch(kit, m[i]);
     }
     auto create = [&](Millis start, std::vector<AggCell>&& cells, Millis max_time, bool add_t) {
         WindowState& ws = open_window(kit, start, start + d + 1);
@@ -293,17 +341,17 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
 void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* values,
                                           Millis w) {
     const Millis gap = spec_.size;
-    auto& m = kit->second.windows;
-    std::vector<std::map<Millis, WindowState>::iterator> joined;  // newest first
-    for (auto it = m.upper_bound(t + gap); it != m.begin();) {
-        --it;
-        WindowState& ws = it->second;
+    Windows& m = kit->second.windows;
+    std::vector<std::size_t> joined;  // indexes, newest first
+    for (std::size_t i = upper_index(m, t + gap); i > 0;) {
+        --i;
+        const WindowState& ws = m[i];
         const bool open = !ws.closed && !spec_.is_closed(ws.end, w);
         if (ws.end - 1 + gap < t) {
             if (open) break;  // open sessions are disjoint and ordered: none further back
             continue;
         }
-        if (open) joined.push_back(it);
+        if (open) joined.push_back(i);
     }
     const bool own_closed = spec_.is_closed(t + 1, w);
     if (joined.empty()) {
@@ -317,14 +365,15 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         touch(kit, ws);
         return;
     }
-    auto keep = joined.back();  // the earliest session survives; the others merge into it
-    if (t < keep->first && own_closed) {
+    const std::size_t keep = joined.back();  // the earliest session survives; the others merge into it
+    if (t < m[keep].start && own_closed) {
         ++stats_.dropped_late_session;
         return;
     }
-    WindowState merged = std::move(keep->second);
+    WindowState merged = std::move(m[keep]);
+    // Newest first: removing a window leaves the indexes of the earlier ones valid.
     for (std::size_t i = 0; i + 1 < joined.size(); ++i) {
-        WindowState& other = joined[i]->second;
+        WindowState& other = m[joined[i]];
         layout_.merge(merged.cells.data(), other.cells.data());
         merged.end = std::max(merged.end, other.end);
         if (other.emitted_start != kNoTime) retractions_.push_back({kit->first, other.emitted_start});
@@ -380,20 +429,15 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
 
     // Windows the watermark has closed: their final row, then they leave memory
     // (sliding windows stay until they leave retention: later windows derive from them).
-    // Erasing and releasing keys waits until the end, so the pointers held by pending
-    // entries and the dirty list stay valid throughout.
-    std::vector<std::pair<KeyIt, Millis>> erase;
+    // Windows only leave (are compacted out of their key) and keys are only released at
+    // the end, so the (key, start) names held by pending entries stay valid throughout.
+    std::vector<KeyIt> compact;
     std::vector<KeyIt> released;
-    released.reserve(dirty_.size() + 64);
-    out.state.reserve(out.state.size() + dirty_.size());
-    if (emit_ == EmitStrategy::OnWindowUpdate) out.upserts.reserve(out.upserts.size() + dirty_.size());
-    const bool direct = stable_windows();
-    while (!closes_.empty() && watermark != kNoTime && closes_.top().at <= watermark) {
-        const Pending p = closes_.top();
-        closes_.pop();
-        KeyIt kit = p.key;
-        WindowState* ws = direct ? p.ws : find_window(kit, p.start);
-        if (ws && !ws->closed && ws->end == p.end) {
+    released.reserve(dirty_keys_.size() + 64);
+    out.state.reserve(out.state.size() + dirty_count_);
+    if (emit_ == EmitStrategy::OnWindowUpdate) out.upserts.reserve(out.upserts.size() + dirty_count_);
+    auto close = [&](KeyIt kit, WindowState* ws, Millis end) {
+        if (ws && !ws->closed && ws->end == end) {
             // A closed window's state is never read again (restore skips windows the
             // committed W has closed), except a sliding window's: later windows derive from it.
             if (ws->dirty && spec_.kind == WindowKind::Sliding) state_row(kit->first, *ws, out);
@@ -403,33 +447,62 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
             --open_windows_;
             --kit->second.open;
             if (spec_.kind == WindowKind::Sliding) schedule_eviction(kit, *ws);
-            else erase.emplace_back(kit, ws->start);
+            else mark_gone(kit, *ws, compact);
         }  // else stale: merged away, moved or grown since it was scheduled
-        released.push_back(kit);
+    };
+    if (watermark != kNoTime) {
+        auto bucket = calendar_.begin();
+        for (; bucket != calendar_.end() && bucket->first <= watermark; ++bucket) {
+            released.reserve(released.size() + bucket->second.size());
+            for (const GridClose& c : bucket->second) {
+                KeyState& ks = c.key->second;
+                if (ks.close_at == c.at) {
+                    ks.close_at = kNoTime;
+                    Windows& m = ks.windows;
+                    std::size_t i = 0;
+                    for (; i < m.size() && spec_.is_closed(m[i].end, watermark); ++i)
+                        close(c.key, &m[i], m[i].end);
+                    // Later than this watermark: a bucket the loop does not reach.
+                    if (i < m.size()) file_grid_close(c.key, spec_.close_point(m[i].end));
+                }
+                released.push_back(c.key);
+            }
+        }
+        if (bucket != calendar_.begin()) {
+            calendar_.erase(calendar_.begin(), bucket);
+            last_bucket_ = nullptr;
+        }
+    }
+    while (!closes_.empty() && watermark != kNoTime && closes_.top().at <= watermark) {
+        const Pending p = closes_.top();
+        closes_.pop();
+        close(p.key, find_window(p.key, p.start), p.end);
+        released.push_back(p.key);
     }
     while (!evictions_.empty() && watermark != kNoTime && evictions_.top().at <= watermark) {
         const Pending p = evictions_.top();
         evictions_.pop();
-        erase.emplace_back(p.key, p.start);
+        if (WindowState* ws = find_window(p.key, p.start)) mark_gone(p.key, *ws, compact);
         released.push_back(p.key);
     }
 
     // Windows changed since the last commit and still open.
-    for (const Dirty& d : dirty_) {
-        WindowState* ws = direct ? d.ws : find_window(d.key, d.start);
-        if (ws && ws->dirty) {
-            state_row(d.key->first, *ws, out);
-            if (emit_ == EmitStrategy::OnWindowUpdate) emit_row(d.key->first, *ws, false, out);
+    for (KeyIt kit : dirty_keys_) {
+        kit->second.dirty_listed = false;
+        for (WindowState& ws : kit->second.windows) {
+            if (!ws.dirty) continue;
+            state_row(kit->first, ws, out);
+            if (emit_ == EmitStrategy::OnWindowUpdate) emit_row(kit->first, ws, false, out);
         }
-        released.push_back(d.key);
+        released.push_back(kit);
     }
-    dirty_.clear();
+    dirty_keys_.clear();
+    dirty_count_ = 0;
 
-    for (const auto& [kit, start] : erase) {
-        auto wit = kit->second.windows.find(start);
-        if (wit == kit->second.windows.end()) continue;
-        if (kit->second.last == &wit->second) kit->second.last = nullptr;
-        kit->second.windows.erase(wit);
+    for (KeyIt kit : compact) {
+        Windows& m = kit->second.windows;
+        m.erase(std::remove_if(m.begin(), m.end(), [](const WindowState& ws) { return ws.gone; }), m.end());
+        kit->second.has_gone = false;
     }
     for (KeyIt kit : released) release(kit);
 }
@@ -439,7 +512,7 @@ void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     const bool closed = spec_.is_closed(row.end, watermark);
     if (closed && spec_.kind != WindowKind::Sliding) return;  // final and emitted already
     KeyIt kit = keys_.find_or_insert(row.key);
-    if (kit->second.windows.count(row.start)) return;
+    if (find_window(kit, row.start)) return;
     if (row.cells.size() != layout_.size())
         throw Error(sqlstate::kDataCorrupted, "restored window state has the wrong aggregates");
     WindowState& ws = open_window(kit, row.start, row.end);

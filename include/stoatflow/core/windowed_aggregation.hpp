@@ -115,7 +115,7 @@ public:
     std::size_t open_windows() const { return open_windows_; }
     std::size_t keys_with_open_windows() const;
     // Windows changed since the last flush (what the next commit will write, at least).
-    std::size_t pending_changes() const { return dirty_.size(); }
+    std::size_t pending_changes() const { return dirty_count_; }
     // Windows held in memory (open ones plus closed ones kept for sliding derivation).
     std::size_t resident_windows() const;
 
@@ -123,7 +123,7 @@ public:
     template <class F>
     void for_each_window(F&& f) const {
         keys_.for_each([&](const auto& e) {
-            for (const auto& [s, w] : e.second.windows) f(e.first, w);
+            for (const auto& w : e.second.windows) f(e.first, w);
         });
     }
 
@@ -136,50 +136,72 @@ public:
         bool closed = false;
         bool persisted = false;
         bool ever_emitted = false;
+        bool gone = false;  // leaves memory at the end of this flush
         CellArray cells;
     };
 
 private:
+    // A key's windows, sorted by start. Most keys hold a handful, so one flat block beats
+    // a tree: no node allocation per window and a lookup scans contiguous memory. A
+    // reference into it is valid only until the key's next window insert or erase, so
+    // everything kept across records names a window by (key, start).
+    using Windows = std::vector<WindowState>;
     struct KeyState {
-        std::map<Millis, WindowState> windows;  // by start
-        WindowState* last = nullptr;            // most recently touched (map nodes are stable)
-        std::size_t open = 0;
-        std::size_t refs = 0;  // pending close/eviction/dirty entries naming this key
+        Windows windows;
+        std::uint32_t open = 0;
+        std::uint32_t refs = 0;     // pending close/eviction/dirty entries naming this key
+        // Grid kinds: the calendar bucket the key is filed in (its earliest open window's
+        // close point), kNoTime when it has none. Entries at any other point are stale.
+        Millis close_at = kNoTime;
+        bool dirty_listed = false;  // on dirty_keys_
+        bool has_gone = false;      // holds windows marked gone (on compact_ in flush)
     };
     using KeyMap = KeyTable<KeyState>;
+    using KeyIt = KeyMap::Entry*;
     struct Pending {
-        Millis at;                // close point, or eviction time
-        KeyMap::Entry* key;       // alive while referenced (KeyState::refs)
+        Millis at;       // close point, or eviction time
+        KeyIt key;       // alive while referenced (KeyState::refs)
         Millis start;
-        Millis end;               // the end the close point was computed for (sessions grow)
-        WindowState* ws;          // valid for every kind but sessions (their windows move)
+        Millis end;      // the end the close point was computed for (sessions grow)
         bool operator>(const Pending& o) const { return at > o.at; }
     };
     using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
+    // Grid windows close on a few grid-aligned points shared by every key, so keys are
+    // filed per close point (a calendar) instead of costing O(log n) heap work per window.
+    // A key is filed once, under its earliest open window: all its grid windows have the
+    // same size, so the ones a watermark closes are a prefix of its windows, closed in
+    // one visit, after which the key is filed again under the next one.
+    struct GridClose {
+        KeyIt key;
+        Millis at;
+    };
+    using Calendar = std::map<Millis, std::vector<GridClose>>;
 
-    using KeyIt = KeyMap::Entry*;
     void process_one(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_grid(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_sliding(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_session(KeyIt kit, Millis t, const Value* values, Millis w);
 
+    // Inserts a window at its place by start; invalidates references into the key's windows.
     WindowState& open_window(KeyIt kit, Millis start, Millis end);
     WindowState& init_window(KeyIt kit, WindowState& ws, Millis start, Millis end);
     void add_to(KeyIt kit, WindowState& ws, Millis t, const Value* values);
     void touch(KeyIt kit, WindowState& ws);
-    void remove_window(KeyIt kit, std::map<Millis, WindowState>::iterator wit);
+    void remove_window(KeyIt kit, std::size_t index);
     void schedule_close(KeyIt kit, const WindowState& ws);
     void schedule_eviction(KeyIt kit, const WindowState& ws);
+    void file_grid_close(KeyIt kit, Millis at);
+    // Marks a window to leave memory once the flush is done with the key.
+    void mark_gone(KeyIt kit, WindowState& ws, std::vector<KeyIt>& compact);
     // Drops one reference; erases the key once it has no windows and no references.
     void release(KeyIt kit);
     void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out);
     void state_row(const std::string& key, WindowState& ws, CommitOutput& out);
     Millis segment_time(const WindowState& ws) const;
+    bool grid_kind() const { return spec_.kind == WindowKind::Tumbling || spec_.kind == WindowKind::Hopping; }
 
     // sliding helpers
     bool is_record_window(const WindowState& ws) const { return ws.max_time == ws.start + spec_.size; }
-    const WindowState* max_record_before(const KeyState& ks, Millis x) const;
-    const WindowState* min_record_after(const KeyState& ks, Millis x) const;
 
     WindowSpec spec_;
     AggLayout layout_;
@@ -188,21 +210,15 @@ private:
     WindowAssigner grid_;
 
     KeyMap keys_;
-    MinHeap closes_;
+    Calendar calendar_;                   // grid kinds
+    std::vector<GridClose>* last_bucket_ = nullptr;  // the bucket filed into last (nodes are stable)
+    Millis last_bucket_at_ = kNoTime;
+    MinHeap closes_;                      // sliding and sessions
     MinHeap evictions_;  // sliding: closed windows kept until they leave retention
-    struct Dirty {
-        KeyIt key;
-        Millis start;
-        WindowState* ws;  // as in Pending
-    };
-    std::vector<Dirty> dirty_;
-    // Grid and sliding windows leave memory only inside flush(), after every pointer to
-    // them was used; session windows are found by (key, start) instead.
-    bool stable_windows() const { return spec_.kind != WindowKind::Session; }
-    WindowState* find_window(KeyIt kit, Millis start) {
-        auto it = kit->second.windows.find(start);
-        return it == kit->second.windows.end() ? nullptr : &it->second;
-    }
+    // Keys with a window changed since the last flush; the windows carry the dirty flag.
+    std::vector<KeyIt> dirty_keys_;
+    std::size_t dirty_count_ = 0;  // windows that became dirty since the last flush
+    static WindowState* find_window(KeyIt kit, Millis start);
     std::vector<SinkDelete> retractions_;    // session rows to delete at the next commit
     std::vector<WindowStateRow> tombstones_; // persisted windows that no longer exist
     std::size_t open_windows_ = 0;
