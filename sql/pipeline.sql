@@ -121,6 +121,14 @@ SELECT * FROM feed('s_seg', rec('a', 125000));
 SELECT segment_start / 1000 AS seg_s, span_ms, relname, to_regclass('stoatflow_state.' || relname) IS NOT NULL AS exists
   FROM stoatflow.segment s JOIN stoatflow.aggregation a USING (aggregation_id)
  WHERE a.aggregation_name = 'seg' ORDER BY 1;
+-- state rows go into the segment tables without the executor; a table changed by hand
+-- (here: given an index) still gets them, by INSERT
+SELECT relname AS seg120 FROM stoatflow.segment s JOIN stoatflow.aggregation a USING (aggregation_id)
+ WHERE a.aggregation_name = 'seg' AND segment_start = 120000 \gset
+SELECT key, window_start / 1000 AS ws, removed FROM stoatflow_state.:"seg120" ORDER BY commit_seq, key;
+CREATE INDEX ON stoatflow_state.:"seg120" (key);
+SELECT * FROM feed('s_seg', rec('b', 126000));
+SELECT key, window_start / 1000 AS ws, removed FROM stoatflow_state.:"seg120" ORDER BY commit_seq, key;
 -- W = 125 s, retention 10 s: [0, 60) went in the same commit (60 ≤ 125 − 10), [60, 120)
 -- stays (120 > 115); at W = 130 s it goes (120 ≤ 120)
 SELECT * FROM feed('s_seg', rec('a', 130000));

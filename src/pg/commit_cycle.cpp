@@ -13,6 +13,7 @@
 #include "stoatflow/pg/text.hpp"
 
 extern "C" {
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -162,36 +163,46 @@ void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::Windo
     std::string bytes;
     for (const auto& [seg_start, group] : by_segment) {
         Segment& seg = segment_for(agg, seg_start);
-        std::vector<Datum> keys, states;
-        std::vector<std::int64_t> starts, ends, times;
-        std::vector<Datum> removed;
-        std::vector<bool> state_nulls;
+        // Row-major values of the 7 columns, appended without the executor; should the table
+        // have been changed by hand (an index, a trigger, a column), by INSERT instead.
+        constexpr int kCols = 7;
+        std::vector<Datum> values;
+        std::vector<bool> nulls;
+        values.reserve(group.size() * kCols);
+        nulls.reserve(group.size() * kCols);
         for (const auto* r : group) {
-            keys.push_back(text_datum(r->key));
-            starts.push_back(r->start);
-            ends.push_back(r->end);
-            times.push_back(r->event_time);
-            removed.push_back(BoolGetDatum(r->removed));
-            if (r->removed) {
-                states.push_back((Datum)0);
-                state_nulls.push_back(true);
-            } else {
+            if (!r->removed) {
                 bytes.clear();
                 agg.engine->layout().serialize(r->cells.data(), bytes);
                 agg.state_bytes += static_cast<std::int64_t>(bytes.size());
-                states.push_back(bytes_datum(bytes));
-                state_nulls.push_back(false);
+            }
+            const Datum row[kCols] = {text_datum(r->key),       Int64GetDatum(r->start),
+                                      Int64GetDatum(r->end),     Int64GetDatum(r->event_time),
+                                      r->removed ? (Datum)0 : bytes_datum(bytes),
+                                      BoolGetDatum(r->removed), Int64GetDatum(commit_seq_)};
+            for (int c = 0; c < kCols; ++c) {
+                values.push_back(row[c]);
+                nulls.push_back(c == 4 && r->removed);
             }
         }
-        spi_exec("INSERT INTO stoatflow_state." + quote_ident(seg.relname) +
-                     " SELECT k, s, e, t, st, r, $7 FROM unnest($1, $2, $3, $4, $5, $6) AS u(k, s, e, t, st, r)",
-                 {{TEXTARRAYOID, make_array(keys, {}, TEXTOID)},
-                  {INT8ARRAYOID, make_int64_array(starts)},
-                  {INT8ARRAYOID, make_int64_array(ends)},
-                  {INT8ARRAYOID, make_int64_array(times)},
-                  {BYTEAARRAYOID, make_array(states, state_nulls, BYTEAOID)},
-                  {BOOLARRAYOID, make_array(removed, {}, BOOLOID)},
-                  arg_int64(commit_seq_)});
+        const Oid relid = pg_call([&] {
+            return get_relname_relid(seg.relname.c_str(), get_namespace_oid("stoatflow_state", false));
+        });
+        if (!OidIsValid(relid) || !append_rows(relid, kCols, values, nulls)) {
+            std::vector<Datum> cols[kCols];
+            std::vector<bool> state_nulls;
+            for (std::size_t i = 0; i < values.size(); ++i) cols[i % kCols].push_back(values[i]);
+            for (std::size_t i = 4; i < nulls.size(); i += kCols) state_nulls.push_back(nulls[i]);
+            spi_exec("INSERT INTO stoatflow_state." + quote_ident(seg.relname) +
+                         " SELECT k, s, e, t, st, r, q FROM unnest($1, $2, $3, $4, $5, $6, $7) AS u(k, s, e, t, st, r, q)",
+                     {{TEXTARRAYOID, make_array(cols[0], {}, TEXTOID)},
+                      {INT8ARRAYOID, make_array(cols[1], {}, INT8OID)},
+                      {INT8ARRAYOID, make_array(cols[2], {}, INT8OID)},
+                      {INT8ARRAYOID, make_array(cols[3], {}, INT8OID)},
+                      {BYTEAARRAYOID, make_array(cols[4], state_nulls, BYTEAOID)},
+                      {BOOLARRAYOID, make_array(cols[5], {}, BOOLOID)},
+                      {INT8ARRAYOID, make_array(cols[6], {}, INT8OID)}});
+        }
         spi_exec("UPDATE stoatflow.segment SET rows_written = rows_written + $3 "
                  "WHERE aggregation_id = $1 AND segment_start = $2",
                  {arg_int32(agg.def.id), arg_int64(seg.start), arg_int64(static_cast<std::int64_t>(group.size()))});

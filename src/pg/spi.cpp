@@ -6,12 +6,17 @@
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "executor/tuptable.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/resowner.h"
 }
 
@@ -222,6 +227,45 @@ Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls
         return PointerGetDatum(construct_md_array(const_cast<Datum*>(data), null_flags, 1, dims, lbs,
                                                   elemtype, typlen, typbyval, typalign));
     });
+}
+
+bool append_rows(Oid relid, int natts, const std::vector<Datum>& values, const std::vector<bool>& nulls) {
+    const std::size_t nrows = values.size() / static_cast<std::size_t>(natts);
+    bool written = false;
+    pg_call([&] {
+        Relation rel = table_open(relid, RowExclusiveLock);
+        const Form_pg_class c = rel->rd_rel;
+        if (c->relkind != RELKIND_RELATION || c->relhasindex || c->relhasrules || c->relrowsecurity ||
+            rel->trigdesc != nullptr || RelationGetDescr(rel)->natts != natts) {
+            table_close(rel, RowExclusiveLock);
+            return;
+        }
+        const int batch = 1000;
+        const CommandId cid = GetCurrentCommandId(true);
+        BulkInsertState bistate = GetBulkInsertState();
+        TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc(sizeof(TupleTableSlot*) * batch));
+        for (int i = 0; i < batch; ++i) slots[i] = table_slot_create(rel, nullptr);
+        std::size_t row = 0;
+        while (row < nrows) {
+            int n = 0;
+            for (; n < batch && row < nrows; ++n, ++row) {
+                TupleTableSlot* slot = slots[n];
+                ExecClearTuple(slot);
+                for (int a = 0; a < natts; ++a) {
+                    slot->tts_values[a] = values[row * natts + a];
+                    slot->tts_isnull[a] = nulls[row * natts + a];
+                }
+                ExecStoreVirtualTuple(slot);
+            }
+            table_multi_insert(rel, slots, n, cid, 0, bistate);
+        }
+        for (int i = 0; i < batch; ++i) ExecDropSingleTupleTableSlot(slots[i]);
+        pfree(slots);
+        FreeBulkInsertState(bistate);
+        table_close(rel, NoLock);  // the lock is held until the transaction ends
+        written = true;
+    });
+    return written;
 }
 
 bool in_subtransaction(const char* tolerated, const std::function<void()>& f) {

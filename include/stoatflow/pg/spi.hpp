@@ -65,6 +65,12 @@ Datum make_int64_array(const std::vector<std::int64_t>& v);
 // Any element type; nulls may be empty (no NULLs).
 Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls, Oid elemtype);
 
+// Appends rows to a plain table without the executor (one heap multi-insert per 1,000
+// rows), for stoatflow's own state tables, which have no index, trigger, rule or policy.
+// values/nulls are row-major, natts per row. Returns false and writes nothing when the
+// table is not like that (someone changed it), so the caller can fall back to SQL.
+bool append_rows(Oid relid, int natts, const std::vector<Datum>& values, const std::vector<bool>& nulls);
+
 // Runs f in a subtransaction of the current transaction. Returns true when f succeeded
 // (the subtransaction is released into the outer one); false when f failed with SQLSTATE
 // `tolerated` (the subtransaction is rolled back, the outer transaction goes on). Any
