@@ -81,6 +81,9 @@ WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit,
     Windows& m = kit->second.windows;
     const std::size_t i = m.empty() || m.back().start < start ? m.size() : lower_index(m, start);
     assert(i == m.size() || m[i].start != start);
+    // A hopping record opens several windows at once: room for them in one allocation.
+    if (m.capacity() == 0 && spec_.kind == WindowKind::Hopping)
+        m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
     m.emplace(m.begin() + static_cast<std::ptrdiff_t>(i));
     return init_window(kit, m[i], start, end);
 }
@@ -174,9 +177,12 @@ void WindowedAggregation::process_batch(const RecordRef* records, std::size_t n)
         }
         for (std::size_t i = 0; i < m; ++i) keys_.prefetch_entry(hashes[i]);
         for (std::size_t i = 0; i < m; ++i) {
-            // the key's newest window (grid kinds mostly hit it)
-            if (const auto* e = keys_.peek(hashes[i]); e && !e->second.windows.empty())
-                __builtin_prefetch(&e->second.windows.back());
+            // the key's newest window, every line of it (grid kinds mostly hit it; the
+            // flags sit at its head, the cells further on)
+            if (const auto* e = keys_.peek(hashes[i]); e && !e->second.windows.empty()) {
+                const char* w = reinterpret_cast<const char*>(&e->second.windows.back());
+                for (std::size_t off = 0; off < sizeof(WindowState); off += 64) __builtin_prefetch(w + off);
+            }
         }
         for (std::size_t i = 0; i < m; ++i) {
             const RecordRef& r = records[base + i];
@@ -223,6 +229,7 @@ void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
         if (pos > 0 && m[pos - 1].start == win.start) {
             --pos;
         } else {
+            if (m.capacity() == 0) m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
             m.emplace(m.begin() + static_cast<std::ptrdiff_t>(pos));
             init_window(kit, m[pos], win.start, win.end);
         }
