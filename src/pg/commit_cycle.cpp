@@ -155,7 +155,8 @@ Segment& SourcePipeline::segment_for(Aggregation& agg, core::Millis start) {
     return agg.segments.emplace(start, seg).first->second;
 }
 
-void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows) {
+void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows,
+                                 std::int64_t seq) {
     if (rows.empty()) return;
     // Group by segment: one multi-row INSERT per segment table.
     std::map<core::Millis, std::vector<const core::WindowStateRow*>> by_segment;
@@ -179,7 +180,7 @@ void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::Windo
             const Datum row[kCols] = {text_datum(r->key),       Int64GetDatum(r->start),
                                       Int64GetDatum(r->end),     Int64GetDatum(r->event_time),
                                       r->removed ? (Datum)0 : bytes_datum(bytes),
-                                      BoolGetDatum(r->removed), Int64GetDatum(commit_seq_)};
+                                      BoolGetDatum(r->removed), Int64GetDatum(seq)};
             for (int c = 0; c < kCols; ++c) {
                 values.push_back(row[c]);
                 nulls.push_back(c == 4 && r->removed);
@@ -262,17 +263,20 @@ void SourcePipeline::expire_segments(Aggregation& agg, core::Millis frontier) {
     }
 }
 
-void SourcePipeline::write_aggregation(Aggregation& agg, const core::CommitOutput& out, core::Millis now) {
-    write_state(agg, out.state);
+void SourcePipeline::write_aggregation(Aggregation& agg, const CommitSnapshot::Aggregation& a,
+                                       const CommitSnapshot& snap) {
+    const core::CommitOutput& out = a.out;
+    write_state(agg, out.state, snap.seq);
     write_sink(agg, out);
     // Everything closed by W was emitted in this same commit, so the emit frontier is W under
     // both strategies; expiry runs behind it.
-    const core::Millis frontier = watermark_.current();
+    const core::Millis frontier = snap.watermark;
     expire_segments(agg, frontier);
-    const auto& st = agg.engine->stats();
+    const auto& st = a.stats;
     bool closed_some = false;
     for (const auto& u : out.upserts) closed_some |= u.final;
-    if (closed_some) agg.freshness_lag = w_moved_at_ > 0 ? std::max<core::Millis>(0, now - w_moved_at_) : 0;
+    if (closed_some)
+        agg.freshness_lag = snap.w_moved_at > 0 ? std::max<core::Millis>(0, snap.now - snap.w_moved_at) : 0;
     spi_exec(
         "UPDATE stoatflow.aggregation_progress SET emit_frontier_ms = $2, records_in = $3, "
         "dropped_late_window = $4, dropped_late_session = $5, windows_emitted = $6, "
@@ -287,23 +291,41 @@ void SourcePipeline::write_aggregation(Aggregation& agg, const core::CommitOutpu
          arg_int64(agg.base.windows_emitted + st.windows_emitted),
          arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
          arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
-         arg_int64(agg.state_bytes), arg_int64(static_cast<std::int64_t>(agg.engine->open_windows())),
-         arg_int64(static_cast<std::int64_t>(agg.engine->keys_with_open_windows())),
+         arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
          agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag)});
 }
 
-void SourcePipeline::commit(core::Millis now) {
+CommitSnapshot SourcePipeline::take_snapshot(core::Millis now) {
     drain();
-    ++commit_seq_;
-    const core::Millis w = watermark_.current();
-    for (auto& a : aggs_) {
-        core::CommitOutput out;
-        a.engine->flush(w, out);
-        write_aggregation(a, out, now);
+    CommitSnapshot snap;
+    snap.seq = ++commit_seq_;
+    snap.now = now;
+    snap.watermark = watermark_.current();
+    snap.watermark_state = watermark_.serialize();
+    snap.w_moved_at = w_moved_at_;
+    snap.next_offsets = next_offsets_;
+    snap.dead.swap(dead_);
+    snap.aggs.resize(aggs_.size());
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        auto& engine = *aggs_[i].engine;
+        engine.flush(snap.watermark, snap.aggs[i].out);
+        snap.aggs[i].stats = engine.stats();
+        snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());
+        snap.aggs[i].keys_with_open_windows = static_cast<std::int64_t>(engine.keys_with_open_windows());
     }
-    if (!dead_.empty()) {
+    records_since_commit_ = 0;
+    w_at_commit_ = snap.watermark;
+    w_moved_at_ = 0;
+    return snap;
+}
+
+void SourcePipeline::commit(core::Millis now) { write(take_snapshot(now)); }
+
+void SourcePipeline::write(const CommitSnapshot& snap) {
+    for (std::size_t i = 0; i < aggs_.size(); ++i) write_aggregation(aggs_[i], snap.aggs[i], snap);
+    if (!snap.dead.empty()) {
         std::vector<Datum> parts, offsets, reasons, details, payloads;
-        for (const auto& d : dead_) {
+        for (const auto& d : snap.dead) {
             parts.push_back(Int32GetDatum(d.partition));
             offsets.push_back(Int64GetDatum(d.offset));
             reasons.push_back(text_datum(d.reason));
@@ -317,17 +339,16 @@ void SourcePipeline::commit(core::Millis now) {
                   {TEXTARRAYOID, make_array(reasons, {}, TEXTOID)},
                   {TEXTARRAYOID, make_array(details, {}, TEXTOID)},
                   {TEXTARRAYOID, make_array(payloads, {}, TEXTOID)}});
-        dead_.clear();
     }
     spi_exec("INSERT INTO stoatflow.source_progress (source_id, watermark_ms, watermark_state, commit_seq, committed_at) "
              "VALUES ($1, $2, $3, $4, now()) ON CONFLICT (source_id) DO UPDATE SET "
              "watermark_ms = EXCLUDED.watermark_ms, watermark_state = EXCLUDED.watermark_state, "
              "commit_seq = EXCLUDED.commit_seq, committed_at = EXCLUDED.committed_at",
-             {arg_int32(source_.id), w == core::kNoTime ? arg_null(INT8OID) : arg_int64(w),
-              arg_text(watermark_.serialize()), arg_int64(commit_seq_)});
-    if (!next_offsets_.empty()) {
+             {arg_int32(source_.id), snap.watermark == core::kNoTime ? arg_null(INT8OID) : arg_int64(snap.watermark),
+              arg_text(snap.watermark_state), arg_int64(snap.seq)});
+    if (!snap.next_offsets.empty()) {
         std::vector<Datum> parts, offsets;
-        for (const auto& [p, o] : next_offsets_) {
+        for (const auto& [p, o] : snap.next_offsets) {
             parts.push_back(Int32GetDatum(p));
             offsets.push_back(Int64GetDatum(o));
         }
@@ -337,9 +358,6 @@ void SourcePipeline::commit(core::Millis now) {
                  {arg_int32(source_.id), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
                   {INT8ARRAYOID, make_array(offsets, {}, INT8OID)}});
     }
-    records_since_commit_ = 0;
-    w_at_commit_ = w;
-    w_moved_at_ = 0;
 }
 
 }  // namespace stoatflow::pg

@@ -35,6 +35,25 @@ struct Segment {
     std::string relname;
 };
 
+// Everything one commit makes durable, taken from the pipeline at one instant (pure C++
+// values: the pipeline may go on consuming while a snapshot is written).
+struct CommitSnapshot {
+    std::int64_t seq = 0;
+    core::Millis now = 0;
+    core::Millis watermark = core::kNoTime;
+    std::string watermark_state;
+    core::Millis w_moved_at = 0;
+    std::map<std::int32_t, std::int64_t> next_offsets;
+    std::vector<DeadLetter> dead;
+    struct Aggregation {
+        core::CommitOutput out;
+        core::AggregationStats stats;
+        std::int64_t open_windows = 0;
+        std::int64_t keys_with_open_windows = 0;
+    };
+    std::vector<Aggregation> aggs;  // in the pipeline's aggregation order
+};
+
 class SourcePipeline {
 public:
     SourcePipeline(SourceDef source, std::vector<AggregationDef> aggregations);
@@ -58,8 +77,13 @@ public:
     // committed position moves.
     bool note_end_of_partition(std::int32_t partition, std::int64_t offset);
 
-    // Writes everything since the last commit into the current transaction.
+    // Writes everything since the last commit into the current transaction:
+    // write(take_snapshot(now)).
     void commit(core::Millis now);
+    // The two halves of commit(): taking the snapshot is quick and touches no PostgreSQL;
+    // writing it runs SQL and touches none of what process() uses, so the two may overlap.
+    CommitSnapshot take_snapshot(core::Millis now);
+    void write(const CommitSnapshot& snap);
 
     const SourceDef& source() const { return source_; }
     core::Watermark& watermark() { return watermark_; }
@@ -89,8 +113,8 @@ public:
     const std::vector<Aggregation>& aggregations() const { return aggs_; }
 
 private:
-    void write_aggregation(Aggregation& agg, const core::CommitOutput& out, core::Millis now);
-    void write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows);
+    void write_aggregation(Aggregation& agg, const CommitSnapshot::Aggregation& a, const CommitSnapshot& snap);
+    void write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows, std::int64_t seq);
     void write_sink(Aggregation& agg, const core::CommitOutput& out);
     void expire_segments(Aggregation& agg, core::Millis frontier);
     Segment& segment_for(Aggregation& agg, core::Millis start);
