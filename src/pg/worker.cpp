@@ -11,11 +11,20 @@
 #include "stoatflow/kafka/consumer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
+#include <exception>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <pthread.h>
 
 #include "stoatflow/pg/catalog.hpp"
 #include "stoatflow/pg/pipeline.hpp"
@@ -126,6 +135,60 @@ bool extension_present() {
 }
 
 // ---------------------------------------------------------------------------------
+// Consuming while a commit is written
+
+// Runs `step` on a second thread until finish(), so records are consumed and windowed
+// while the main thread writes the previous commit. Every PostgreSQL call stays on the
+// main thread; the step touches only the consumer and the pipeline's per-record path
+// (SourcePipeline::process and what librdkafka's callbacks feed), which the writing side
+// does not read. The thread blocks all signals (PostgreSQL's handlers belong to the main
+// thread). The destructor stops and joins it whatever happened; finish() also rethrows
+// what the thread threw.
+class BackgroundStep {
+public:
+    explicit BackgroundStep(std::function<bool()> step) : step_(std::move(step)) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        try {
+            thread_ = std::thread([this] { run(); });
+        } catch (...) {
+            pthread_sigmask(SIG_SETMASK, &old, nullptr);
+            throw;
+        }
+        pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    }
+    ~BackgroundStep() { stop(); }
+    BackgroundStep(const BackgroundStep&) = delete;
+    BackgroundStep& operator=(const BackgroundStep&) = delete;
+
+    void finish() {
+        stop();
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    void run() {
+        try {
+            // step() returns false when there is nothing it may do now (bounds reached).
+            while (!stop_.load(std::memory_order_acquire))
+                if (!step_()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        } catch (...) {
+            error_ = std::current_exception();
+        }
+    }
+    void stop() {
+        stop_.store(true, std::memory_order_release);
+        if (thread_.joinable()) thread_.join();
+    }
+
+    std::function<bool()> step_;
+    std::atomic<bool> stop_{false};
+    std::exception_ptr error_;
+    std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------
 // Source worker
 
 class SourceWorker {
@@ -223,16 +286,7 @@ private:
 
     void step() {
         const core::Millis now = wall_now();
-        bool progress = consumer_->poll(
-            kPollBatch, kPollTimeoutMs,
-            [&](const kafka::Message& m) {
-                pipeline_->process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len, m.timestamp, now);
-            },
-            [&](std::int32_t p, std::int64_t end) {
-                progress_end(p, end);
-                pipeline_->watermark().caught_up(p, now);
-                offsets_moved_ |= pipeline_->note_end_of_partition(p, end);
-            }) > 0;
+        bool progress = consume(kPollTimeoutMs, now);
         // Partitions that have never delivered a record but now have some waiting hold the
         // watermark again, so a burst on one partition cannot make the others late.
         std::int64_t waiting = 0;  // records in the topic not consumed yet
@@ -283,6 +337,31 @@ private:
             commit(false);
     }
 
+    // One batch from the consumer through the pipeline; true if records came.
+    bool consume(int timeout_ms, core::Millis now) {
+        return consumer_->poll(
+                   kPollBatch, timeout_ms,
+                   [&](const kafka::Message& m) {
+                       pipeline_->process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len,
+                                          m.timestamp, now);
+                   },
+                   [&](std::int32_t p, std::int64_t end) {
+                       progress_end(p, end);
+                       pipeline_->watermark().caught_up(p, now);
+                       offsets_moved_ |= pipeline_->note_end_of_partition(p, end);
+                   }) > 0;
+    }
+
+    // The background step while a commit is written: consume on, within the bounds of one
+    // commit (the next one).
+    bool consume_while_writing() {
+        if (pipeline_->records_since_commit() >= core::CommitPolicy::kMaxRecordsCatchingUp ||
+            pipeline_->pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp)
+            return false;
+        consume(20, wall_now());
+        return true;
+    }
+
     void progress_end(std::int32_t p, std::int64_t end) {
         if (end > high_[p]) {
             high_[p] = end;
@@ -304,15 +383,24 @@ private:
         last_commit_ = wall_now();
         bool rebuild = false;
         if (changed) {
-            in_transaction([&] {
-                pipeline_->commit(last_commit_);
-                write_partition_status();
-                rebuild = aggregation_signature() != signature_;
-            });
-            committed_w_ = w;
+            // What this commit makes durable is fixed here; while it is written, the next
+            // records are already consumed and windowed (not at shutdown: nothing more).
+            const CommitSnapshot snap = pipeline_->take_snapshot(last_commit_);
+            const auto status = partition_status();
+            committed_w_ = snap.watermark;
             offsets_moved_ = false;
             status_moved_ = false;
-            consumer_->commit_offsets(topic_, pipeline_->next_offsets());
+            {
+                std::optional<BackgroundStep> consuming;
+                if (!final) consuming.emplace([this] { return consume_while_writing(); });
+                in_transaction([&] {
+                    pipeline_->write(snap);
+                    write_partition_status(status);
+                    rebuild = aggregation_signature() != signature_;
+                });
+                if (consuming) consuming->finish();
+            }
+            consumer_->commit_offsets(topic_, snap.next_offsets);
         } else if (!final) {
             in_transaction([&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
         }
@@ -333,12 +421,20 @@ private:
         return spi_exec("SELECT 1 FROM stoatflow.source WHERE source_id = $1", {arg_int32(source_id_)}) > 0;
     }
 
-    void write_partition_status() {
+    // Per partition: id, high watermark, idle.
+    using PartitionStatus = std::vector<std::tuple<std::int32_t, std::int64_t, bool>>;
+    PartitionStatus partition_status() {
+        PartitionStatus out;
+        for (const auto& [p, h] : high_) out.emplace_back(p, h, pipeline_->watermark().is_idle(p));
+        return out;
+    }
+
+    void write_partition_status(const PartitionStatus& status) {
         std::vector<Datum> parts, highs, idles;
-        for (const auto& [p, h] : high_) {
+        for (const auto& [p, h, idle] : status) {
             parts.push_back(Int32GetDatum(p));
             highs.push_back(Int64GetDatum(h));
-            idles.push_back(BoolGetDatum(pipeline_->watermark().is_idle(p)));
+            idles.push_back(BoolGetDatum(idle));
         }
         if (parts.empty()) return;
         spi_exec("INSERT INTO stoatflow.partition_status (source_id, partition, high_watermark, idle, updated_at) "
