@@ -11,7 +11,7 @@ DATA = $(wildcard sql/stoatflow--*.sql)
 PG_SRCS = $(wildcard src/pg/*.cpp)
 CORE_SRCS = $(wildcard src/core/*.cpp)
 # The Kafka layer linked into the extension (the mock broker is a program of its own).
-KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/json_decoder_haswell.cpp src/kafka/consumer.cpp
+KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp
 OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o) $(KAFKA_SRCS:.cpp=.o)
 
 PG_CONFIG ?= pg_config
@@ -31,11 +31,6 @@ SHLIB_LINK = -lstdc++ -lrdkafka -lsimdjson
 CORE_CPPFLAGS = -Iinclude -D_GNU_SOURCE
 src/core/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 src/kafka/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
-# The JSON decoder's AVX2 copy of its walk (simdjson's haswell target flags), this file only;
-# the decoder runs it only on a CPU that has AVX2 (checked at run time). -O2 even if CXXFLAGS
-# say -O0: unoptimised, it would emit AVX2 copies of shared inline functions (std::isfinite,
-# ...) that the linker may hand to portable callers too.
-src/kafka/json_decoder_haswell.o: override CXXFLAGS += -mavx2 -mbmi -mpclmul -mlzcnt -O2
 
 # PGXS would also emit LLVM bitcode for JIT inlining, with clang and C flags; not worth it for C++.
 override with_llvm = no

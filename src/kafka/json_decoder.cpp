@@ -1,40 +1,154 @@
 // The JSON record decoder: one simdjson On-Demand pass that validates the whole document and
-// picks the configured fields out of it on the way (the walk, json_walk_impl.hpp, compiled
-// here for the portable simdjson "fallback" On-Demand implementation and, in
-// json_decoder_haswell.cpp, for AVX2), then the key, time and value rules.
+// picks the configured fields out of it on the way, then the key, time and value rules.
 #include "stoatflow/kafka/json_decoder.hpp"
 
 #include "stoatflow/core/error.hpp"
 
-// This unit's copy of the walk: simdjson::ondemand is simdjson::fallback::ondemand here, as
-// this file is compiled for baseline x86-64 (no -mavx2), so it runs on any CPU.
-#include "json_walk_impl.hpp"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
+// Match the packaged library's build (its pkg-config Cflags), whichever build compiles us.
+#ifndef SIMDJSON_THREADS_ENABLED
+#define SIMDJSON_THREADS_ENABLED 1
 #endif
+// Without NDEBUG (the PGXS build) simdjson turns on its development checks, which cost speed
+// and abort() on API misuse inside the server. Off unless asked for: the fuzzer turns them on.
+#ifndef SIMDJSON_DEVELOPMENT_CHECKS
+#define SIMDJSON_DEVELOPMENT_CHECKS 0
+#endif
+#include <simdjson.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <new>
+#include <system_error>
 
 namespace stoatflow::kafka {
 namespace {
 
+namespace od = simdjson::ondemand;
 using core::Millis;
-using detail::PathNode;
-using detail::NumKind;
-using detail::Seen;
-using detail::Slot;
 using simdjson::error_code;
 
 // At most this many payload bytes are quoted in a detail message.
 constexpr std::size_t kExcerptBytes = 64;
+// Nesting limit: bounds the walk's recursion, and stays below the On-Demand parser's own
+// max_depth (1024), which it asserts on in debug builds but does not check otherwise.
+constexpr int kMaxDepth = 1000;
+
+// What the walk found at one configured path. Absent until the path is seen.
+enum class Seen : std::uint8_t { Absent, Null, Bool, String, Number, Object, Array };
+// How a number reads as C++: exactly as int64, as a (finite) double, or neither.
+enum class NumKind : std::uint8_t { Int, Double, Overflow };
+
+struct Slot {
+    Seen seen = Seen::Absent;
+    bool boolean = false;
+    NumKind num = NumKind::Int;
+    std::int64_t i = 0;
+    double d = 0;
+    // String: the unescaped text (in the parser's string buffer); Number: the token as written.
+    std::string_view text;
+};
+
+// The configured paths as a trie, so one walk serves all of them. Node 0 is the document root.
+struct PathNode {
+    std::string name;
+    int slot = -1;  // index into slots when a configured path ends here
+    std::vector<int> children;
+    bool visited = false;  // seen in this document (a later duplicate member replaces it)
+};
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+std::string_view trim_json_ws(std::string_view t) {
+    while (!t.empty() &&
+           (t.back() == ' ' || t.back() == '\t' || t.back() == '\n' || t.back() == '\r'))
+        t.remove_suffix(1);
+    return t;
+}
+
+// RFC 8259 number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+bool json_number(std::string_view t, bool& integer) {
+    std::size_t p = 0, n = t.size();
+    if (p < n && t[p] == '-') ++p;
+    if (p >= n || !is_digit(t[p])) return false;
+    if (t[p] == '0') {
+        ++p;
+    } else {
+        while (p < n && is_digit(t[p])) ++p;
+    }
+    integer = true;
+    if (p < n && t[p] == '.') {
+        integer = false;
+        ++p;
+        if (p >= n || !is_digit(t[p])) return false;
+        while (p < n && is_digit(t[p])) ++p;
+    }
+    if (p < n && (t[p] == 'e' || t[p] == 'E')) {
+        integer = false;
+        ++p;
+        if (p < n && (t[p] == '+' || t[p] == '-')) ++p;
+        if (p >= n || !is_digit(t[p])) return false;
+        while (p < n && is_digit(t[p])) ++p;
+    }
+    return p == n;
+}
+
+// An integer token (grammar already checked) as int64; false if it does not fit.
+bool integer_token_to_int64(std::string_view t, std::int64_t& out) {
+    const bool neg = t.front() == '-';
+    const std::uint64_t limit = neg ? std::uint64_t{1} << 63 : (std::uint64_t{1} << 63) - 1;
+    std::uint64_t v = 0;
+    for (std::size_t p = neg ? 1 : 0; p < t.size(); ++p) {
+        const auto digit = static_cast<std::uint64_t>(t[p] - '0');
+        if (v > (limit - digit) / 10) return false;
+        v = v * 10 + digit;
+    }
+    out = neg ? static_cast<std::int64_t>(~v + 1) : static_cast<std::int64_t>(v);
+    return true;
+}
+
+// A number token (grammar already checked) as the nearest double; false if its magnitude is
+// beyond the double range. Tiny magnitudes become (signed) zero. std::from_chars rounds
+// correctly and ignores the locale; simdjson 3.0.1's On-Demand get_double() misreads some
+// long mantissas (0.577779223372036854775808777 gave 8.48e-09; found by the fuzzer).
+bool token_to_double(std::string_view t, double& out) {
+    double d = 0;
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), d);
+    if (r.ec == std::errc() && r.ptr == t.data() + t.size()) {
+        out = d;
+        return std::isfinite(d);
+    }
+    // Out of range one way or the other: the decimal exponent of the leading significant
+    // digit says which (zero has none, and zero is never out of range).
+    std::int64_t magnitude = 0;
+    bool leading = false, fraction = false;
+    std::size_t p = t.front() == '-' ? 1 : 0;
+    std::int64_t int_digits = 0, frac_zeros = 0;
+    for (; p < t.size() && t[p] != 'e' && t[p] != 'E'; ++p) {
+        if (t[p] == '.') {
+            fraction = true;
+        } else if (!leading && t[p] == '0') {
+            if (fraction) ++frac_zeros;
+        } else {
+            leading = true;
+            if (!fraction) ++int_digits;
+        }
+    }
+    magnitude = int_digits > 0 ? int_digits : -frac_zeros;
+    std::int64_t exponent = 0;
+    bool negative_exponent = false;
+    if (p < t.size()) {
+        ++p;
+        if (t[p] == '+' || t[p] == '-') negative_exponent = t[p++] == '-';
+        for (; p < t.size(); ++p)
+            exponent = std::min<std::int64_t>(exponent * 10 + (t[p] - '0'), 1000000000);
+    }
+    magnitude += negative_exponent ? -exponent : exponent;
+    out = t.front() == '-' ? -0.0 : 0.0;
+    return magnitude <= 0;
+}
 
 // Length of the well-formed UTF-8 sequence at s[0..n), or 0 if it is not one.
 std::size_t utf8_sequence(const unsigned char* s, std::size_t n) {
@@ -114,6 +228,24 @@ const char* kind_name(Seen s) {
     return "?";
 }
 
+Seen seen_of(od::json_type t) {
+    switch (t) {
+    case od::json_type::array:
+        return Seen::Array;
+    case od::json_type::object:
+        return Seen::Object;
+    case od::json_type::number:
+        return Seen::Number;
+    case od::json_type::string:
+        return Seen::String;
+    case od::json_type::boolean:
+        return Seen::Bool;
+    case od::json_type::null:
+        return Seen::Null;
+    }
+    return Seen::Absent;
+}
+
 bool is_leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 int days_in_month(std::int64_t y, int m) {
@@ -130,55 +262,6 @@ std::int64_t days_since_epoch(std::int64_t y, int m, int d) {
     std::int64_t days = 365 * (y - 1970) + leap_years_through(y - 1) - leap_years_through(1969);
     days += kBeforeMonth[m - 1] + ((m > 2 && is_leap(y)) ? 1 : 0) + (d - 1);
     return days;
-}
-
-}  // namespace
-
-namespace detail {
-
-WalkKernel::~WalkKernel() = default;
-
-WalkKernel* new_fallback_kernel() { return new Kernel("fallback"); }
-
-}  // namespace detail
-
-namespace {
-
-// True if this CPU and OS run the AVX2 kernel: what simdjson's own haswell kernel needs (AVX2,
-// BMI1, PCLMULQDQ, and the OS saving YMM registers; the library checks these with CPUID and
-// XGETBV), plus LZCNT, which json_decoder_haswell.cpp is compiled with (simdjson's haswell
-// target flags) and which every AVX2 CPU has, but we ask anyway. Only baseline code runs here.
-bool haswell_kernel_supported() {
-#if defined(__x86_64__)
-    const simdjson::implementation* haswell = simdjson::get_available_implementations()["haswell"];
-    if (haswell == nullptr || !haswell->supported_by_runtime_system()) return false;
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (__get_cpuid(0x80000001u, &eax, &ebx, &ecx, &edx) == 0) return false;
-    return (ecx & bit_LZCNT) != 0;
-#else
-    return false;
-#endif
-}
-
-// STOATFLOW_JSON_KERNEL=fallback makes Auto mean Fallback: a way to run a whole test suite or
-// a server on the portable kernel. Read once per process.
-bool fallback_forced_by_environment() {
-    static const bool forced = [] {
-        const char* v = std::getenv("STOATFLOW_JSON_KERNEL");
-        return v != nullptr && std::strcmp(v, "fallback") == 0;
-    }();
-    return forced;
-}
-
-// Chosen once per decoder, not per record: decode() then makes one virtual call per record.
-std::unique_ptr<detail::WalkKernel> make_kernel(JsonKernel k) {
-    static const bool haswell_ok = haswell_kernel_supported();
-    if (k == JsonKernel::Auto && fallback_forced_by_environment()) k = JsonKernel::Fallback;
-    if (k != JsonKernel::Fallback && haswell_ok) {
-        if (detail::WalkKernel* h = detail::new_haswell_kernel())
-            return std::unique_ptr<detail::WalkKernel>(h);
-    }
-    return std::unique_ptr<detail::WalkKernel>(detail::new_fallback_kernel());
 }
 
 }  // namespace
@@ -286,13 +369,12 @@ struct JsonDecoder::Impl {
     int time_slot = -1;
     std::vector<int> value_slots;  // -1: count(*), no field
 
-    // The simdjson parser and the walk, for the instruction set chosen at construction.
-    std::unique_ptr<detail::WalkKernel> kernel;
+    od::parser parser;
     std::unique_ptr<char[]> buf;  // payload copy followed by SIMDJSON_PADDING bytes
     std::size_t buf_cap = 0;
     std::string detail;
 
-    Impl(DecoderConfig c, JsonKernel k) : cfg(std::move(c)), kernel(make_kernel(k)) {
+    explicit Impl(DecoderConfig c) : cfg(std::move(c)) {
         nodes.emplace_back();
         key_slot = add_path(cfg.key_path);
         time_slot = add_path(cfg.time_path);
@@ -332,6 +414,132 @@ struct JsonDecoder::Impl {
         return -1;
     }
 
+    // A later duplicate member replaces an earlier one (as in jsonb): forget what the
+    // earlier one's subtree filled in.
+    void forget_below(int node) {
+        for (int c : nodes[node].children) {
+            nodes[c].visited = false;
+            if (nodes[c].slot >= 0) slots[nodes[c].slot] = Slot{};
+            forget_below(c);
+        }
+    }
+
+    Slot* slot_of(int node) {
+        return node >= 0 && nodes[node].slot >= 0 ? &slots[nodes[node].slot] : nullptr;
+    }
+
+    // ---- the walk: validates every value (the On-Demand API only checks what is read) ----
+
+    error_code walk_value(od::value& v, int node, int depth) {
+        od::json_type type;
+        if (auto e = v.type().get(type)) return e;
+        Slot* s = slot_of(node);
+        switch (type) {
+        case od::json_type::object: {
+            if (depth >= kMaxDepth) return simdjson::DEPTH_ERROR;
+            od::object o;
+            if (auto e = v.get_object().get(o)) return e;
+            if (s) s->seen = Seen::Object;
+            return walk_object(o, node, depth + 1);
+        }
+        case od::json_type::array: {
+            if (depth >= kMaxDepth) return simdjson::DEPTH_ERROR;
+            od::array a;
+            if (auto e = v.get_array().get(a)) return e;
+            if (s) s->seen = Seen::Array;
+            return walk_array(a, depth + 1);
+        }
+        case od::json_type::string: {
+            std::string_view str;
+            if (auto e = v.get_string().get(str)) return e;
+            if (s) {
+                s->seen = Seen::String;
+                s->text = str;
+            }
+            return simdjson::SUCCESS;
+        }
+        case od::json_type::number: {
+            const std::string_view tok = trim_json_ws(v.raw_json_token());
+            bool integer = false;
+            if (!json_number(tok, integer)) return simdjson::NUMBER_ERROR;
+            if (s) {
+                s->seen = Seen::Number;
+                s->text = tok;
+                if (integer && integer_token_to_int64(tok, s->i)) {
+                    s->num = NumKind::Int;
+                } else {
+                    s->num = token_to_double(tok, s->d) ? NumKind::Double : NumKind::Overflow;
+                }
+            }
+            return simdjson::SUCCESS;
+        }
+        case od::json_type::boolean: {
+            const std::string_view tok = trim_json_ws(v.raw_json_token());
+            if (tok != "true" && tok != "false") return simdjson::T_ATOM_ERROR;
+            if (s) {
+                s->seen = Seen::Bool;
+                s->boolean = tok == "true";
+            }
+            return simdjson::SUCCESS;
+        }
+        case od::json_type::null: {
+            if (trim_json_ws(v.raw_json_token()) != "null") return simdjson::N_ATOM_ERROR;
+            if (s) s->seen = Seen::Null;
+            return simdjson::SUCCESS;
+        }
+        }
+        return simdjson::TAPE_ERROR;
+    }
+
+    error_code walk_object(od::object& o, int node, int depth) {
+        const bool wanted = node >= 0 && !nodes[node].children.empty();
+        for (auto member : o) {
+            od::field f;
+            if (auto e = std::move(member).get(f)) return e;
+            std::string_view name;
+            if (auto e = f.unescaped_key().get(name)) return e;  // also checks its escapes
+            int child = wanted ? find_child(node, name) : -1;
+            if (child >= 0) {
+                if (nodes[child].visited) forget_below(child);
+                nodes[child].visited = true;
+            }
+            if (auto e = walk_value(f.value(), child, depth)) return e;
+        }
+        return simdjson::SUCCESS;
+    }
+
+    error_code walk_array(od::array& a, int depth) {
+        for (auto element : a) {
+            od::value v;
+            if (auto e = std::move(element).get(v)) return e;
+            if (auto e = walk_value(v, -1, depth)) return e;
+        }
+        return simdjson::SUCCESS;
+    }
+
+    // A scalar document: valid JSON, but not an object. Checks it the same way as above.
+    error_code check_scalar_document(od::document& doc, od::json_type type, std::size_t len) {
+        std::string_view raw;
+        if (auto e = doc.raw_json_token().get(raw)) return e;
+        if (raw.data() + raw.size() != buf.get() + len) return simdjson::TRAILING_CONTENT;
+        const std::string_view tok = trim_json_ws(raw);
+        bool integer = false;
+        switch (type) {
+        case od::json_type::string: {
+            std::string_view str;
+            return doc.get_string().get(str);
+        }
+        case od::json_type::number:
+            return json_number(tok, integer) ? simdjson::SUCCESS : simdjson::NUMBER_ERROR;
+        case od::json_type::boolean:
+            return tok == "true" || tok == "false" ? simdjson::SUCCESS : simdjson::T_ATOM_ERROR;
+        case od::json_type::null:
+            return tok == "null" ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+        default:
+            return simdjson::TAPE_ERROR;
+        }
+    }
+
     DecodeError invalid_json(error_code e) {
         detail = "invalid JSON: ";
         detail += simdjson::error_message(e);
@@ -361,21 +569,41 @@ struct JsonDecoder::Impl {
             const std::size_t cap = std::max({need, buf_cap * 2, std::size_t{4096}});
             buf = std::make_unique<char[]>(cap);
             buf_cap = cap;
-            const error_code e = kernel->allocate(cap - simdjson::SIMDJSON_PADDING);
+            const error_code e = parser.allocate(cap - simdjson::SIMDJSON_PADDING);
             if (e == simdjson::MEMALLOC) throw std::bad_alloc();
             if (e) return invalid_json(e);  // CAPACITY: beyond simdjson's 4 GiB limit
         }
         std::memcpy(buf.get(), payload, len);
         std::memset(buf.get() + len, 0, simdjson::SIMDJSON_PADDING);
 
-        Seen root = Seen::Absent;
-        if (const error_code e = kernel->parse(buf.get(), len, buf_cap, nodes, slots, root)) {
+        od::document doc;
+        if (auto e = parser.iterate(buf.get(), len, buf_cap).get(doc)) {
             if (e == simdjson::MEMALLOC) throw std::bad_alloc();
             return invalid_json(e);
         }
-        if (root != Seen::Object) {
+        od::json_type type;
+        if (auto e = doc.type().get(type)) return invalid_json(e);
+        error_code e = simdjson::SUCCESS;
+        if (type == od::json_type::object) {
+            od::object o;
+            e = doc.get_object().get(o);
+            if (!e) e = walk_object(o, 0, 1);
+        } else if (type == od::json_type::array) {
+            od::array a;
+            e = doc.get_array().get(a);
+            if (!e) e = walk_array(a, 1);
+        } else {
+            e = check_scalar_document(doc, type, len);
+        }
+        if (!e && (type == od::json_type::object || type == od::json_type::array)) {
+            // Nothing may follow the root container.
+            const error_code at = doc.current_location().error();
+            if (at != simdjson::OUT_OF_BOUNDS) e = simdjson::TRAILING_CONTENT;
+        }
+        if (e) return invalid_json(e);
+        if (type != od::json_type::object) {
             detail = "the payload is ";
-            detail += kind_name(root);
+            detail += kind_name(seen_of(type));
             detail += ", not a JSON object";
             return DecodeError::NotAnObject;
         }
@@ -519,15 +747,12 @@ struct JsonDecoder::Impl {
     }
 };
 
-JsonDecoder::JsonDecoder(DecoderConfig cfg, JsonKernel kernel)
-    : impl_(std::make_unique<Impl>(std::move(cfg), kernel)) {}
+JsonDecoder::JsonDecoder(DecoderConfig cfg) : impl_(std::make_unique<Impl>(std::move(cfg))) {}
 JsonDecoder::~JsonDecoder() = default;
 JsonDecoder::JsonDecoder(JsonDecoder&&) noexcept = default;
 JsonDecoder& JsonDecoder::operator=(JsonDecoder&&) noexcept = default;
 
 const std::string& JsonDecoder::detail() const { return impl_->detail; }
-
-const char* JsonDecoder::kernel_name() const { return impl_->kernel->name(); }
 
 DecodeError JsonDecoder::decode(const char* payload, std::size_t len, const char* key,
                                 std::size_t key_len, core::Millis kafka_ts, Decoded& out) {

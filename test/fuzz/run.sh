@@ -17,18 +17,11 @@ mkdir -p "$out/corpus" "$out/artifacts"
 
 simdjson_flags=$(pkg-config --cflags --libs simdjson 2>/dev/null ||
     echo "-DSIMDJSON_THREADS_ENABLED=1 -lsimdjson")
-common=(-std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
-    -fno-sanitize-recover=undefined -DSIMDJSON_DEVELOPMENT_CHECKS=1 -I"$root/include")
-# The decoder's AVX2 kernel: that file alone with simdjson's haswell target flags (as in the
-# Makefile and CMakeLists.txt); the harness compares it with the portable kernel.
 # shellcheck disable=SC2086
-"$cxx" "${common[@]/-fsanitize=fuzzer,/-fsanitize=fuzzer-no-link,}" \
-    -mavx2 -mbmi -mpclmul -mlzcnt -O2 $(pkg-config --cflags simdjson 2>/dev/null) \
-    -c "$root/src/kafka/json_decoder_haswell.cpp" -o "$out/json_decoder_haswell.o"
-# shellcheck disable=SC2086
-"$cxx" "${common[@]}" \
+"$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined -DSIMDJSON_DEVELOPMENT_CHECKS=1 -I"$root/include" \
     "$here/json_decoder_fuzz.cpp" "$root/src/kafka/json_decoder.cpp" \
-    "$out/json_decoder_haswell.o" "$root/src/core/aggregate.cpp" \
+    "$root/src/core/aggregate.cpp" \
     $simdjson_flags -o "$out/json_decoder_fuzz"
 
 # New inputs go to the scratch corpus; the seeds in the repository stay as they are.

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -614,63 +613,4 @@ TEST(Iso8601, InvalidForms) {
     EXPECT_FALSE(parse_iso8601(std::string_view("2026-11-30T10:01:00Z\0", 21), got));
     EXPECT_FALSE(
         parse_iso8601("\xef\xbc\x92\xef\xbc\x90\xef\xbc\x92\xef\xbc\x96-11-30T10:01:00Z", got));
-}
-
-// ---- kernels: the walk is compiled portable and for AVX2; both must decode alike ----------
-
-namespace {
-
-bool cpu_has_avx2() {
-#if defined(__x86_64__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
-           __builtin_cpu_supports("pclmul");
-#else
-    return false;
-#endif
-}
-
-}  // namespace
-
-TEST(JsonDecoderKernel, Choice) {
-    const DecoderConfig cfg{"user.id", "ts", {"amount"}};
-    EXPECT_STREQ(JsonDecoder(cfg, JsonKernel::Fallback).kernel_name(), "fallback");
-    // Asking for AVX2 on a CPU without it quietly gives the portable kernel.
-    EXPECT_STREQ(JsonDecoder(cfg, JsonKernel::Haswell).kernel_name(),
-                 cpu_has_avx2() ? "haswell" : "fallback");
-    const char* env = std::getenv("STOATFLOW_JSON_KERNEL");
-    const bool forced = env != nullptr && std::string(env) == "fallback";
-    EXPECT_STREQ(JsonDecoder(cfg).kernel_name(),
-                 cpu_has_avx2() && !forced ? "haswell" : "fallback");
-}
-
-TEST(JsonDecoderKernel, KernelsAgree) {
-    // clang-format off
-    const std::vector<std::string> payloads = {
-        R"({"user":{"id":"u1"},"ts":1732960800000,"amount":12.5,"m":{"v":3}})",
-        R"({"user":{"id":7},"ts":"2026-11-30T10:01:00.123+02:00","amount":-0,"m":{"v":1e400}})",
-        R"({"user":{"id":"a\"b\\c\u00e9\ud83d\ude00"},"ts":1,"amount":0.577779223372036854775808777})",
-        R"({"user":{"id":"x"},"user":{"id":"y"},"ts":5,"amount":9223372036854775808})",
-        R"({"user":{"id":"x"},"ts":1.5,"amount":[1,2,{"a":[null,true,false]}],"m":{"v":null}})",
-        R"({"user":{"id":"x"},"ts":1,"amount":1}  )", R"({"user":{"id":"x"},"ts":1} x)",
-        R"({"user":{"id":"x"},"ts":1,"amount":01})", R"({"user":{"id":"x"},"ts":1,"amount":1.})",
-        R"({"user":{"id":"x"},"ts":1,"amount":tru})", R"({"user":{"id":"x\u0000"},"ts":1})",
-        R"({"user":{"id":"\ud800"},"ts":1})", "{\"user\":{\"id\":\"\xff\"},\"ts\":1}",
-        R"({"user":{"id":true},"ts":-62135596800001})", R"({"user":{"id":"x"},"ts":1,"amount":"7"})",
-        R"([1,2,3])", R"("just a string")", "42", "null", "true", "", " ", "{", "}", "{}",
-        R"({"a":)", R"({"a":1,})", R"({"a" 1})", std::string(1200, '[') + std::string(1200, ']'),
-        R"({"user":{"id":"x"},"ts":1,"pad":")" + std::string(300, 'z') + R"(\n\t"})",
-        std::string("{\"user\":{\"id\":\"x\"},\"ts\":1,\"amount\":2}\0", 38),
-    };
-    // clang-format on
-    const DecoderConfig cfg{"user.id", "ts", {"", "amount", "m.v"}};
-    JsonDecoder fallback(cfg, JsonKernel::Fallback);
-    JsonDecoder fast(cfg, JsonKernel::Haswell);
-    for (const auto& p : payloads) {
-        for (const char* key : {static_cast<const char*>(nullptr), "k"}) {
-            const std::string a = verdict(fallback, p, key, key ? 1 : 0, 1000);
-            const std::string b = verdict(fast, p, key, key ? 1 : 0, 1000);
-            EXPECT_EQ(a, b) << "payload: " << p;
-            EXPECT_EQ(fallback.detail(), fast.detail()) << "payload: " << p;
-        }
-    }
 }

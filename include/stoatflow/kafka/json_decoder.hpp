@@ -43,23 +43,12 @@ struct Decoded {
     std::vector<core::Value> values;  // values[i] belongs to value_paths[i]
 };
 
-// Which compiled copy of the JSON parsing code a decoder runs. Both give the same result for
-// every input; they differ only in speed.
-enum class JsonKernel {
-    // The fastest one this CPU runs (AVX2 on x86-64 CPUs that have it, else Fallback), unless
-    // the environment variable STOATFLOW_JSON_KERNEL=fallback (read once per process) says
-    // Fallback.
-    Auto,
-    Fallback,  // portable (baseline x86-64) code
-    Haswell,   // AVX2 + BMI1 + PCLMUL + LZCNT; Fallback on a CPU without them
-};
-
 // One decoder per consumer thread: it owns a reusable parser and padded buffer, so decoding a
 // record allocates nothing once the buffers have grown to the largest message seen.
 class JsonDecoder {
 public:
     // Throws stoatflow::Error (22023) for a malformed field path.
-    explicit JsonDecoder(DecoderConfig cfg, JsonKernel kernel = JsonKernel::Auto);
+    explicit JsonDecoder(DecoderConfig cfg);
     ~JsonDecoder();
     JsonDecoder(JsonDecoder&&) noexcept;
     JsonDecoder& operator=(JsonDecoder&&) noexcept;
@@ -75,9 +64,6 @@ public:
     // Human-readable detail of the last error ("" after success). Quotes at most 64 bytes of
     // the message, with control characters and invalid UTF-8 escaped as \xNN.
     const std::string& detail() const;
-
-    // The kernel in use: "fallback" or "haswell".
-    const char* kernel_name() const;
 
 private:
     struct Impl;
