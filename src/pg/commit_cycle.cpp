@@ -299,6 +299,7 @@ CommitSnapshot SourcePipeline::take_snapshot(core::Millis now) {
     drain();
     CommitSnapshot snap;
     snap.seq = ++commit_seq_;
+    snap.records = records_since_commit_;
     snap.now = now;
     snap.watermark = watermark_.current();
     snap.watermark_state = watermark_.serialize();
@@ -321,8 +322,18 @@ CommitSnapshot SourcePipeline::take_snapshot(core::Millis now) {
 
 void SourcePipeline::commit(core::Millis now) { write(take_snapshot(now)); }
 
-void SourcePipeline::write(const CommitSnapshot& snap) {
-    for (std::size_t i = 0; i < aggs_.size(); ++i) write_aggregation(aggs_[i], snap.aggs[i], snap);
+CommitCounts SourcePipeline::write(const CommitSnapshot& snap) {
+    CommitCounts counts;
+    counts.records = snap.records;
+    counts.dead_letters = static_cast<std::int64_t>(snap.dead.size());
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        const std::int64_t bytes_before = aggs_[i].state_bytes;
+        write_aggregation(aggs_[i], snap.aggs[i], snap);
+        counts.state_bytes += aggs_[i].state_bytes - bytes_before;
+        counts.state_rows += static_cast<std::int64_t>(snap.aggs[i].out.state.size());
+        counts.sink_rows += static_cast<std::int64_t>(snap.aggs[i].out.upserts.size());
+        counts.sink_deletes += static_cast<std::int64_t>(snap.aggs[i].out.deletes.size());
+    }
     if (!snap.dead.empty()) {
         std::vector<Datum> parts, offsets, reasons, details, payloads;
         for (const auto& d : snap.dead) {
@@ -358,6 +369,7 @@ void SourcePipeline::write(const CommitSnapshot& snap) {
                  {arg_int32(source_.id), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
                   {INT8ARRAYOID, make_array(offsets, {}, INT8OID)}});
     }
+    return counts;
 }
 
 }  // namespace stoatflow::pg

@@ -22,6 +22,7 @@ namespace stoatflow::pg {
 
 int commit_interval_ms = kCommitIntervalDefaultMs;
 int catchup_commit_interval_ms = kCatchupCommitIntervalDefaultMs;
+bool log_commits = false;
 char* database_name = nullptr;
 
 void define_settings() {
@@ -38,6 +39,11 @@ void define_settings() {
         "consumed; 0 (or a value not above commit_interval) commits every commit_interval.",
         &catchup_commit_interval_ms, kCatchupCommitIntervalDefaultMs, 0, kCatchupCommitIntervalMaxMs,
         PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable(
+        "stoatflow.log_commits", "Logs each commit of a source's worker.",
+        "One LOG line per commit: records, changed window state (rows, bytes), sink rows "
+        "and deletes, dead letters, and how long the commit took.",
+        &log_commits, false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "stoatflow.database", "Database the stoatflow background worker connects to.", nullptr,
         &database_name, kDatabaseDefault, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);

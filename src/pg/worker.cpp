@@ -385,6 +385,7 @@ private:
         if (changed) {
             // What this commit makes durable is fixed here; while it is written, the next
             // records are already consumed and windowed (not at shutdown: nothing more).
+            const auto started = std::chrono::steady_clock::now();
             const CommitSnapshot snap = pipeline_->take_snapshot(last_commit_);
             const auto status = partition_status();
             committed_w_ = snap.watermark;
@@ -393,12 +394,16 @@ private:
             {
                 std::optional<BackgroundStep> consuming;
                 if (!final) consuming.emplace([this] { return consume_while_writing(); });
+                CommitCounts counts;
                 in_transaction([&] {
-                    pipeline_->write(snap);
+                    counts = pipeline_->write(snap);
                     write_partition_status(status);
                     rebuild = aggregation_signature() != signature_;
                 });
+                const double ms =
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
                 if (consuming) consuming->finish();
+                if (log_commits) log_commit(snap.seq, counts, ms);
             }
             consumer_->commit_offsets(topic_, snap.next_offsets);
         } else if (!final) {
@@ -419,6 +424,18 @@ private:
     }
     bool source_exists() {
         return spi_exec("SELECT 1 FROM stoatflow.source WHERE source_id = $1", {arg_int32(source_id_)}) > 0;
+    }
+
+    void log_commit(std::int64_t seq, const CommitCounts& c, double ms) {
+        const std::string name = pipeline_->source().name;
+        pg_call([&] {
+            ereport(LOG, (errmsg("stoatflow commit: source=%s seq=%lld records=%lld state_rows=%lld "
+                                 "state_bytes=%lld sink_rows=%lld sink_deletes=%lld dead_letters=%lld ms=%.1f",
+                                 name.c_str(), static_cast<long long>(seq), static_cast<long long>(c.records),
+                                 static_cast<long long>(c.state_rows), static_cast<long long>(c.state_bytes),
+                                 static_cast<long long>(c.sink_rows), static_cast<long long>(c.sink_deletes),
+                                 static_cast<long long>(c.dead_letters), ms)));
+        });
     }
 
     // Per partition: id, high watermark, idle.

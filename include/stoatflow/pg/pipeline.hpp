@@ -39,6 +39,7 @@ struct Segment {
 // values: the pipeline may go on consuming while a snapshot is written).
 struct CommitSnapshot {
     std::int64_t seq = 0;
+    std::int64_t records = 0;  // consumed since the previous snapshot
     core::Millis now = 0;
     core::Millis watermark = core::kNoTime;
     std::string watermark_state;
@@ -52,6 +53,16 @@ struct CommitSnapshot {
         std::int64_t keys_with_open_windows = 0;
     };
     std::vector<Aggregation> aggs;  // in the pipeline's aggregation order
+};
+
+// What one commit wrote (for stoatflow.log_commits).
+struct CommitCounts {
+    std::int64_t records = 0;
+    std::int64_t state_rows = 0;
+    std::int64_t state_bytes = 0;
+    std::int64_t sink_rows = 0;
+    std::int64_t sink_deletes = 0;
+    std::int64_t dead_letters = 0;
 };
 
 class SourcePipeline {
@@ -83,7 +94,7 @@ public:
     // The two halves of commit(): taking the snapshot is quick and touches no PostgreSQL;
     // writing it runs SQL and touches none of what process() uses, so the two may overlap.
     CommitSnapshot take_snapshot(core::Millis now);
-    void write(const CommitSnapshot& snap);
+    CommitCounts write(const CommitSnapshot& snap);
 
     const SourceDef& source() const { return source_; }
     core::Watermark& watermark() { return watermark_; }

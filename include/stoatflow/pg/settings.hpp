@@ -15,11 +15,14 @@ constexpr int kCommitIntervalMaxMs = 60 * 60 * 1000;
 constexpr int kCatchupCommitIntervalDefaultMs = 10000;
 constexpr int kCatchupCommitIntervalMaxMs = 60 * 60 * 1000;
 
+// stoatflow.log_commits: one LOG line per commit (what it wrote, how long it took) (SIGHUP).
+
 // stoatflow.database: the database the background worker connects to (postmaster start).
 constexpr const char* kDatabaseDefault = "postgres";
 
 extern int commit_interval_ms;
 extern int catchup_commit_interval_ms;
+extern bool log_commits;
 extern char* database_name;
 
 // Defines the settings above; called once from _PG_init.
