@@ -25,6 +25,13 @@
 #            30 minutes instead (100,000 keys x 30 windows x 1.5 = 4.5 M events): same keys, same
 #            density, half the windows per key. BENCH_SPARSE_MINUTES=60 runs the full 9 M.
 #   hopping  10-minute windows advancing by 2 minutes, count+sum, on the dense data
+#   sparse_close  the sparse workload with emit => 'on_window_close' (and no out-of-orderness
+#            allowance, so windows close while the data streams): exactly one sink write per
+#            window; the windows still open at the end are not in its sink
+#
+# Sink and state cost: the server runs with stoatflow.log_commits = on; per run the report
+# gives the commits' latency (p50, p99, max over the run's commits), the state rows and bytes
+# written per commit, and the sink writes per window.
 #
 # Checks (the run fails if one does not hold): every partition kept every record (low
 # watermark 0, high watermark = lines produced), (a) read every event, (b) and (c) count every
@@ -36,7 +43,7 @@
 #                        the sizes shrink uniformly and the densities stay what the issue says)
 #   BENCH_SPARSE_MINUTES=30   event-time span of the sparse data (even, 2..60; see above)
 #   BENCH_REPS=3         repetitions (SMOKE: 1)
-#   BENCH_WORKLOADS="dense sparse hopping"
+#   BENCH_WORKLOADS="dense sparse hopping sparse_close"
 #   BENCH_PARTITIONS     partitions per topic (default: max(16, events / 100,000), which keeps
 #                        each partition well under the mock broker's ~5 MiB of lz4 batches)
 #   BENCH_ROLLUP_WORK_MEM=256MB   work_mem of the plain-SQL rollup session
@@ -60,7 +67,7 @@ if [ "$SMOKE" = 1 ]; then
 fi
 BENCH_SCALE=${BENCH_SCALE:-1}
 BENCH_REPS=${BENCH_REPS:-3}
-BENCH_WORKLOADS=${BENCH_WORKLOADS:-dense sparse hopping}
+BENCH_WORKLOADS=${BENCH_WORKLOADS:-dense sparse hopping sparse_close}
 BENCH_ROLLUP_WORK_MEM=${BENCH_ROLLUP_WORK_MEM:-256MB}
 BENCH_PORT=${BENCH_PORT:-55491}
 BUILD_DIR=${BENCH_BUILD_DIR:-$repo/build}
@@ -120,7 +127,7 @@ SPARSE_MINUTES=${BENCH_SPARSE_MINUTES:-30}
     bench_die "BENCH_SPARSE_MINUTES must be an even number of minutes, 2..60"
 declare -A MINUTES=([dense]=60 [sparse]=$SPARSE_MINUTES)
 declare -A PER_KEY=([dense]=20 [sparse]=$((SPARSE_MINUTES * 3 / 2)))
-declare -A DATASET=([dense]=dense [sparse]=sparse [hopping]=dense)
+declare -A DATASET=([dense]=dense [sparse]=sparse [hopping]=dense [sparse_close]=sparse)
 declare -A EVENTS PARTS
 datasets=()
 for wl in $BENCH_WORKLOADS; do
@@ -186,23 +193,31 @@ note() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$meta"; }
 # Per workload: stoatflow's window and aggregate list; for the plain-SQL rollup the window
 # length and whether max(amount) is computed; the factor by which the sum of counts exceeds
 # the events (hopping: 5 windows per event); the issue's targets.
-declare -A SF_WINDOW SF_AGGS WIN_LEN MULT TITLE TARGETS HAS_MAX SHAPE
+declare -A SF_WINDOW SF_AGGS WIN_LEN MULT TITLE TARGETS HAS_MAX SHAPE EMIT OOO
 SF_WINDOW[dense]="stoatflow.tumbling('1 hour')"
 SF_WINDOW[sparse]="stoatflow.tumbling('1 minute')"
 SF_WINDOW[hopping]="stoatflow.hopping('10 minutes', '2 minutes')"
+SF_WINDOW[sparse_close]=${SF_WINDOW[sparse]}
 SF_AGGS[dense]="count(*) AS n, sum(amount) AS total, max(amount) AS max_amount"
 SF_AGGS[sparse]="count(*) AS n, sum(amount) AS total"
 SF_AGGS[hopping]="count(*) AS n, sum(amount) AS total"
-HAS_MAX=([dense]=1 [sparse]=0 [hopping]=0)
-WIN_LEN=([dense]="1 hour" [sparse]="1 minute" [hopping]="10 minutes")
-MULT=([dense]=1 [sparse]=1 [hopping]=5)
+SF_AGGS[sparse_close]=${SF_AGGS[sparse]}
+EMIT=([dense]=on_window_update [sparse]=on_window_update [hopping]=on_window_update [sparse_close]=on_window_close)
+# on_window_update runs keep every window open (the sinks are compared with the full rollup);
+# the on_window_close run lets them close as the data streams (in order per partition).
+OOO=([dense]="1 hour" [sparse]="1 hour" [hopping]="1 hour" [sparse_close]="0")
+HAS_MAX=([dense]=1 [sparse]=0 [hopping]=0 [sparse_close]=0)
+WIN_LEN=([dense]="1 hour" [sparse]="1 minute" [hopping]="10 minutes" [sparse_close]="1 minute")
+MULT=([dense]=1 [sparse]=1 [hopping]=5 [sparse_close]=1)
 TITLE[dense]="1-hour tumbling count+sum+max per user"
 TITLE[sparse]="1-minute tumbling count+sum per user"
 TITLE[hopping]="10-minute hopping windows advancing by 2 minutes, count+sum per user"
+TITLE[sparse_close]="the sparse workload, emit => on_window_close"
 SHAPE=([dense]="20 events per key and 1-hour window"
        [sparse]="${PER_KEY[sparse]:-} events per key: 1.5 per key and 1-minute window on average (${MINUTES[sparse]:-} windows per key)"
-       [hopping]="20 events per key (the dense data), each event in 5 windows")
-TARGETS=([dense]="b/a>=0.9,b/c>=2.5" [sparse]="b/c>=3" [hopping]="b/a>=0.8")
+       [hopping]="20 events per key (the dense data), each event in 5 windows"
+       [sparse_close]="the sparse data; max_out_of_orderness 0, so windows close while it streams")
+TARGETS=([dense]="b/a>=0.9,b/c>=2.5" [sparse]="b/c>=3" [hopping]="b/a>=0.8" [sparse_close]="")
 
 # FROM clause of the rollup: e(key, ts, amount, ws) - one row per event and window.
 rollup_from() {
@@ -210,7 +225,7 @@ rollup_from() {
                          (j->>'amount')::int AS amount FROM raw_events"
     case $1 in
     dense) echo "(SELECT r.*, date_bin('1 hour', r.ts, timestamptz 'epoch') AS ws FROM ($events) r) e" ;;
-    sparse) echo "(SELECT r.*, date_bin('1 minute', r.ts, timestamptz 'epoch') AS ws FROM ($events) r) e" ;;
+    sparse | sparse_close) echo "(SELECT r.*, date_bin('1 minute', r.ts, timestamptz 'epoch') AS ws FROM ($events) r) e" ;;
     hopping) echo "(SELECT r.*, date_bin('2 minutes', r.ts, timestamptz 'epoch') - g.i * interval '2 minutes' AS ws
                      FROM ($events) r CROSS JOIN generate_series(0, 4) AS g(i)) e" ;;
     esac
@@ -298,8 +313,9 @@ run_one() {
     out=$(sql -At -v brokers="$KAFKA_BROKERS" <<SQL
 BEGIN;
 SELECT stoatflow.create_source('$src', '$topic', :'brokers', key => 'user_id', event_time => 'ts',
-                               max_out_of_orderness => '1 hour');
-SELECT stoatflow.create_aggregation('$agg', '$src', ${SF_WINDOW[$wl]}, '${SF_AGGS[$wl]}', '$sink');
+                               max_out_of_orderness => '${OOO[$wl]}');
+SELECT stoatflow.create_aggregation('$agg', '$src', ${SF_WINDOW[$wl]}, '${SF_AGGS[$wl]}', '$sink',
+                                    emit => '${EMIT[$wl]}');
 COMMIT;
 SELECT stoatflow.wait_caught_up('$src', '30 minutes');
 SQL
@@ -319,10 +335,14 @@ SQL
     out=$(sql_val "SELECT (SELECT coalesce(sum(n), 0) FROM $sink) || ' ' || records_in || ' ' || dropped_late_window
                           || ' ' || dropped_late_session || ' ' || dead_letters || ' ' || (SELECT count(*) FROM $sink)
                      FROM stoatflow.stats WHERE aggregation_name = '$agg'")
-    local sum records late late_s dead rows
+    local sum records late late_s dead rows closed_by
     read -r sum records late late_s dead rows <<<"$out"
+    # on_window_close: only the windows W has closed are in the sink (checked against the rollup below)
+    [ "${EMIT[$wl]}" = on_window_close ] && want=$sum
     [ "$sum" = "$want" ] && [ "$records" = "$ev" ] && [ "$late" = 0 ] && [ "$late_s" = 0 ] && [ "$dead" = 0 ] ||
         bench_die "stoatflow $wl: sum(n)=$sum (want $want), records_in=$records (want $ev), late=$late/$late_s, dead letters=$dead"
+    closed_by=$(sql_val "SELECT stoatflow._ms_timestamptz(watermark_ms) FROM stoatflow.source_progress
+                          JOIN stoatflow.source USING (source_id) WHERE source_name = '$src'")
     read -r out <<<"$(sql_val "SELECT (SELECT commit_seq FROM stoatflow.source_progress p JOIN stoatflow.source s USING (source_id)
                                          WHERE s.source_name = '$src')
                                   || ' ' || windows_emitted + windows_reemitted || ' ' || state_rows_written
@@ -332,6 +352,28 @@ SQL
     record "$wl" "$rep" b_commits "$commits"
     record "$wl" "$rep" b_sink_writes "$sink_writes"
     record "$wl" "$rep" b_state_rows "$state_rows"
+    record "$wl" "$rep" b_sink_rows "$rows"
+    if [ "${EMIT[$wl]}" = on_window_close ]; then
+        [ "$sink_writes" = "$rows" ] && [ "$(sql_val "SELECT count(*) FROM $sink WHERE NOT final")" = 0 ] ||
+            bench_die "$wl: on_window_close wrote $sink_writes times for $rows windows (or left a row not final)"
+    fi
+    # Commit latency and state written per commit, from the worker's log lines
+    # (stoatflow.log_commits): commits p50 p99 max(ms) state_bytes state_rows
+    local cstats
+    cstats=$(grep -a "stoatflow commit: source=$src " "$work/server.log" | sed 's/.*stoatflow commit: //' |
+        awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+               print v["ms"], v["state_bytes"], v["state_rows"] }' | sort -n |
+        awk '{ ms[n++] = $1; sb += $2; sr += $3 }
+             END { if (n == 0) { print "0 0 0 0 0 0"; exit }
+                   printf "%d %.1f %.1f %.1f %d %d\n", n, ms[int((n - 1) / 2)], ms[int((n - 1) * 0.99 + 0.5)], ms[n - 1], sb, sr }')
+    local lc p50 p99 pmax sbytes srows
+    read -r lc p50 p99 pmax sbytes srows <<<"$cstats"
+    [ "$lc" -gt 0 ] || bench_die "$wl: no 'stoatflow commit:' lines in the server log (stoatflow.log_commits)"
+    record "$wl" "$rep" b_commit_p50 "$p50"
+    record "$wl" "$rep" b_commit_p99 "$p99"
+    record "$wl" "$rep" b_commit_max "$pmax"
+    record "$wl" "$rep" b_logged_commits "$lc"
+    record "$wl" "$rep" b_state_bytes "$sbytes"
     sql -c "SELECT stoatflow.drop_source('$src', cascade => true)" >/dev/null
     wait_workers_gone
 
@@ -353,15 +395,18 @@ SQL
     record "$wl" "$rep" c_rollup "$(bench_diff "$t0" "$t1")"
     record "$wl" "$rep" c_wal "$(sql_val "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')")"
     sum=$(sql_val "SELECT coalesce(sum(n), 0) FROM rollup")
-    [ "$sum" = "$want" ] || bench_die "plain SQL $wl: sum(n)=$sum, want $want"
+    [ "$sum" = "$((EVENTS[$ds] * MULT[$wl]))" ] || bench_die "plain SQL $wl: sum(n)=$sum, want $((EVENTS[$ds] * MULT[$wl]))"
 
     if [ "$rep" = 1 ]; then
         # Same rows both ways (stoatflow's sum is numeric, its max double precision).
         local cols="key, window_start, window_end, n, total::numeric, event_time"
         [ "${HAS_MAX[$wl]}" = 1 ] && cols+=", max_amount::float8"
         local diff
+        # on_window_close: the sink holds exactly the rollup's windows that W closed
+        local closed="true"
+        [ "${EMIT[$wl]}" = on_window_close ] && closed="window_end <= '$closed_by'::timestamptz"
         diff=$(sql_val "SELECT (SELECT count(*) FROM (SELECT $cols FROM $sink EXCEPT ALL SELECT $cols FROM rollup) x)
-                            || ' ' || (SELECT count(*) FROM (SELECT $cols FROM rollup EXCEPT ALL SELECT $cols FROM $sink) y)")
+                            || ' ' || (SELECT count(*) FROM (SELECT $cols FROM rollup WHERE $closed EXCEPT ALL SELECT $cols FROM $sink) y)")
         [ "$diff" = "0 0" ] || bench_die "$wl: stoatflow sink and plain-SQL rollup differ ($diff rows only in one of them)"
         note "$wl" check "stoatflow sink = plain-SQL rollup, row by row ($rows rows; $(awk -v e="$ev" -v m="${MULT[$wl]}" -v r="$rows" 'BEGIN { printf "%.2f", e * m / r }') events per non-empty key-window)"
     fi

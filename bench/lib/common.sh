@@ -30,6 +30,7 @@ port = $PG_PORT
 shared_preload_libraries = '${PG_PRELOAD:-stoatflow}'
 stoatflow.database = 'postgres'
 stoatflow.commit_interval = 1000
+stoatflow.log_commits = on
 shared_buffers = 1GB
 synchronous_commit = on
 max_wal_size = 4GB

@@ -55,7 +55,9 @@ def main():
             per["c_rollup"].append(v["c_rollup"])
             if v.get("b_cpu") is not None:
                 per["b_cpu"].append(v["b_cpu"])
-            for k in ("b_start", "b_commits", "b_sink_writes", "b_state_rows", "load", "b_wal", "c_wal"):
+            for k in ("b_start", "b_commits", "b_sink_writes", "b_state_rows", "load", "b_wal", "c_wal",
+                      "b_sink_rows", "b_commit_p50", "b_commit_p99", "b_commit_max", "b_logged_commits",
+                      "b_state_bytes"):
                 if v.get(k) is not None:
                     per[k].append(v[k])
         rate = {k: [ev / s for s in per[k]] for k in ("a", "b", "c", "c_copy", "c_rollup")}
@@ -96,6 +98,20 @@ def main():
                             statistics.median(per["b_sink_writes"]) / ev,
                             "{:,.0f}".format(statistics.median(per["b_state_rows"])),
                             statistics.median(per["b_state_rows"]) / ev))
+        if per["b_sink_rows"]:
+            extra.append("sink writes per window: %.2f (%s writes, %s windows in the sink; median)"
+                         % (statistics.median(per["b_sink_writes"]) / statistics.median(per["b_sink_rows"]),
+                            "{:,.0f}".format(statistics.median(per["b_sink_writes"])),
+                            "{:,.0f}".format(statistics.median(per["b_sink_rows"]))))
+        if per["b_commit_p50"]:
+            commits = statistics.median(per["b_logged_commits"])
+            sbytes = statistics.median(per["b_state_bytes"])
+            srows = statistics.median(per["b_state_rows"])
+            extra.append("commit latency over a run's commits (medians of the reps): p50 %.0f ms, p99 %.0f ms, "
+                         "max %.0f ms; state written per commit: %s rows, %.1f MB (%.0f bytes per state row)"
+                         % (statistics.median(per["b_commit_p50"]), statistics.median(per["b_commit_p99"]),
+                            statistics.median(per["b_commit_max"]), "{:,.0f}".format(srows / max(commits, 1)),
+                            sbytes / max(commits, 1) / 1e6, sbytes / max(srows, 1)))
         if per["b_wal"] and per["c_wal"]:
             bw, cw = statistics.median(per["b_wal"]), statistics.median(per["c_wal"])
             extra.append("WAL written (median): stoatflow %.0f MB (%.0f bytes per event), plain SQL %.0f MB (%.0f bytes per event)"
