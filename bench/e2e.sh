@@ -77,7 +77,7 @@ run_started=$(bench_now)
 KEYS=$(awk -v s="$BENCH_SCALE" 'BEGIN { k = int(100000 * s + 0.5); print (k < 100 ? 100 : k) }')
 [[ $BENCH_REPS =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_REPS must be a positive integer"
 for wl in $BENCH_WORKLOADS; do
-    case $wl in dense | sparse | hopping) ;; *) bench_die "unknown workload $wl (dense, sparse, hopping)" ;; esac
+    case $wl in dense | sparse | hopping | sparse_close) ;; *) bench_die "unknown workload $wl (dense, sparse, hopping, sparse_close)" ;; esac
 done
 
 # --- binaries ----------------------------------------------------------------------------------
