@@ -358,22 +358,25 @@ SQL
             bench_die "$wl: on_window_close wrote $sink_writes times for $rows windows (or left a row not final)"
     fi
     # Commit latency and state written per commit, from the worker's log lines
-    # (stoatflow.log_commits): commits p50 p99 max(ms) state_bytes state_rows
+    # (stoatflow.log_commits): commits p50 p99 max(ms) state_bytes state_rows state_ms sink_ms sink_rows
     local cstats
     cstats=$(grep -a "stoatflow commit: source=$src " "$work/server.log" | sed 's/.*stoatflow commit: //' |
         awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-               print v["ms"], v["state_bytes"], v["state_rows"] }' | sort -n |
-        awk '{ ms[n++] = $1; sb += $2; sr += $3 }
-             END { if (n == 0) { print "0 0 0 0 0 0"; exit }
-                   printf "%d %.1f %.1f %.1f %d %d\n", n, ms[int((n - 1) / 2)], ms[int((n - 1) * 0.99 + 0.5)], ms[n - 1], sb, sr }')
-    local lc p50 p99 pmax sbytes srows
-    read -r lc p50 p99 pmax sbytes srows <<<"$cstats"
+               print v["ms"], v["state_bytes"], v["state_rows"], v["state_ms"], v["sink_ms"], v["sink_rows"] }' | sort -n |
+        awk '{ ms[n++] = $1; sb += $2; sr += $3; stm += $4; skm += $5; skr += $6 }
+             END { if (n == 0) { print "0 0 0 0 0 0 0 0 0"; exit }
+                   printf "%d %.1f %.1f %.1f %d %d %.1f %.1f %d\n", n, ms[int((n - 1) / 2)], ms[int((n - 1) * 0.99 + 0.5)],
+                          ms[n - 1], sb, sr, stm, skm, skr }')
+    local lc p50 p99 pmax sbytes srows stms skms skrows
+    read -r lc p50 p99 pmax sbytes srows stms skms skrows <<<"$cstats"
     [ "$lc" -gt 0 ] || bench_die "$wl: no 'stoatflow commit:' lines in the server log (stoatflow.log_commits)"
     record "$wl" "$rep" b_commit_p50 "$p50"
     record "$wl" "$rep" b_commit_p99 "$p99"
     record "$wl" "$rep" b_commit_max "$pmax"
     record "$wl" "$rep" b_logged_commits "$lc"
     record "$wl" "$rep" b_state_bytes "$sbytes"
+    record "$wl" "$rep" b_state_us_per_row "$(awk -v t="$stms" -v r="$srows" 'BEGIN { printf "%.2f", r > 0 ? t * 1000 / r : 0 }')"
+    record "$wl" "$rep" b_sink_us_per_row "$(awk -v t="$skms" -v r="$skrows" 'BEGIN { printf "%.2f", r > 0 ? t * 1000 / r : 0 }')"
     sql -c "SELECT stoatflow.drop_source('$src', cascade => true)" >/dev/null
     wait_workers_gone
 

@@ -57,7 +57,7 @@ def main():
                 per["b_cpu"].append(v["b_cpu"])
             for k in ("b_start", "b_commits", "b_sink_writes", "b_state_rows", "load", "b_wal", "c_wal",
                       "b_sink_rows", "b_commit_p50", "b_commit_p99", "b_commit_max", "b_logged_commits",
-                      "b_state_bytes"):
+                      "b_state_bytes", "b_state_us_per_row", "b_sink_us_per_row"):
                 if v.get(k) is not None:
                     per[k].append(v[k])
         rate = {k: [ev / s for s in per[k]] for k in ("a", "b", "c", "c_copy", "c_rollup")}
@@ -112,6 +112,10 @@ def main():
                          % (statistics.median(per["b_commit_p50"]), statistics.median(per["b_commit_p99"]),
                             statistics.median(per["b_commit_max"]), "{:,.0f}".format(srows / max(commits, 1)),
                             sbytes / max(commits, 1) / 1e6, sbytes / max(srows, 1)))
+        if per["b_state_us_per_row"]:
+            extra.append("writing cost inside the commits (median): state %.2f us per state row, sink %.2f us per "
+                         "sink row (deletes included)" % (statistics.median(per["b_state_us_per_row"]),
+                                                           statistics.median(per["b_sink_us_per_row"])))
         if per["b_wal"] and per["c_wal"]:
             bw, cw = statistics.median(per["b_wal"]), statistics.median(per["c_wal"])
             extra.append("WAL written (median): stoatflow %.0f MB (%.0f bytes per event), plain SQL %.0f MB (%.0f bytes per event)"

@@ -5,6 +5,7 @@
 #include "stoatflow/core/segment_layout.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -264,10 +265,15 @@ void SourcePipeline::expire_segments(Aggregation& agg, core::Millis frontier) {
 }
 
 void SourcePipeline::write_aggregation(Aggregation& agg, const CommitSnapshot::Aggregation& a,
-                                       const CommitSnapshot& snap) {
+                                       const CommitSnapshot& snap, CommitCounts& counts) {
     const core::CommitOutput& out = a.out;
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
     write_state(agg, out.state, snap.seq);
+    const auto t1 = Clock::now();
     write_sink(agg, out);
+    counts.state_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    counts.sink_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
     // Everything closed by W was emitted in this same commit, so the emit frontier is W under
     // both strategies; expiry runs behind it.
     const core::Millis frontier = snap.watermark;
@@ -328,7 +334,7 @@ CommitCounts SourcePipeline::write(const CommitSnapshot& snap) {
     counts.dead_letters = static_cast<std::int64_t>(snap.dead.size());
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         const std::int64_t bytes_before = aggs_[i].state_bytes;
-        write_aggregation(aggs_[i], snap.aggs[i], snap);
+        write_aggregation(aggs_[i], snap.aggs[i], snap, counts);
         counts.state_bytes += aggs_[i].state_bytes - bytes_before;
         counts.state_rows += static_cast<std::int64_t>(snap.aggs[i].out.state.size());
         counts.sink_rows += static_cast<std::int64_t>(snap.aggs[i].out.upserts.size());

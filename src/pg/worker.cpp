@@ -430,11 +430,12 @@ private:
         const std::string name = pipeline_->source().name;
         pg_call([&] {
             ereport(LOG, (errmsg("stoatflow commit: source=%s seq=%lld records=%lld state_rows=%lld "
-                                 "state_bytes=%lld sink_rows=%lld sink_deletes=%lld dead_letters=%lld ms=%.1f",
+                                 "state_bytes=%lld sink_rows=%lld sink_deletes=%lld dead_letters=%lld "
+                                 "state_ms=%.1f sink_ms=%.1f ms=%.1f",
                                  name.c_str(), static_cast<long long>(seq), static_cast<long long>(c.records),
                                  static_cast<long long>(c.state_rows), static_cast<long long>(c.state_bytes),
                                  static_cast<long long>(c.sink_rows), static_cast<long long>(c.sink_deletes),
-                                 static_cast<long long>(c.dead_letters), ms)));
+                                 static_cast<long long>(c.dead_letters), c.state_ms, c.sink_ms, ms)));
         });
     }
 

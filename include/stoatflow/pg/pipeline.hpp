@@ -63,6 +63,8 @@ struct CommitCounts {
     std::int64_t sink_rows = 0;
     std::int64_t sink_deletes = 0;
     std::int64_t dead_letters = 0;
+    double state_ms = 0;  // writing the state rows (segment tables created on the way included)
+    double sink_ms = 0;   // writing the sink rows and deletes
 };
 
 class SourcePipeline {
@@ -124,7 +126,8 @@ public:
     const std::vector<Aggregation>& aggregations() const { return aggs_; }
 
 private:
-    void write_aggregation(Aggregation& agg, const CommitSnapshot::Aggregation& a, const CommitSnapshot& snap);
+    void write_aggregation(Aggregation& agg, const CommitSnapshot::Aggregation& a, const CommitSnapshot& snap,
+                           CommitCounts& counts);
     void write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows, std::int64_t seq);
     void write_sink(Aggregation& agg, const core::CommitOutput& out);
     void expire_segments(Aggregation& agg, core::Millis frontier);
