@@ -375,8 +375,8 @@ SQL
     record "$wl" "$rep" b_commit_max "$pmax"
     record "$wl" "$rep" b_logged_commits "$lc"
     record "$wl" "$rep" b_state_bytes "$sbytes"
-    record "$wl" "$rep" b_state_us_per_row "$(awk -v t="$stms" -v r="$srows" 'BEGIN { printf "%.2f", r > 0 ? t * 1000 / r : 0 }')"
-    record "$wl" "$rep" b_sink_us_per_row "$(awk -v t="$skms" -v r="$skrows" 'BEGIN { printf "%.2f", r > 0 ? t * 1000 / r : 0 }')"
+    record "$wl" "$rep" b_state_us_per_row "$(awk -v t="$stms" -v r="$srows" 'BEGIN { printf "%.2f", (r > 0 ? t * 1000 / r : 0) }')"
+    record "$wl" "$rep" b_sink_us_per_row "$(awk -v t="$skms" -v r="$skrows" 'BEGIN { printf "%.2f", (r > 0 ? t * 1000 / r : 0) }')"
     sql -c "SELECT stoatflow.drop_source('$src', cascade => true)" >/dev/null
     wait_workers_gone
 
