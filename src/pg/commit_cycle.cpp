@@ -84,55 +84,78 @@ Oid column_oid(core::ColumnType t) {
     return TEXTOID;
 }
 
-// Writes sink rows in one statement: INSERT, or with `upsert` INSERT … ON CONFLICT DO
-// UPDATE on (key, window_start). Values travel as one array per column.
-void insert_rows(const std::string& sink, const core::AggLayout& layout,
-                 const std::vector<const core::SinkRow*>& rows, bool upsert) {
-    if (rows.empty()) return;
-    const std::size_t naggs = layout.size();
-    std::vector<Datum> keys, starts, ends, times, finals;
-    std::vector<std::vector<Datum>> cols(naggs);
-    std::vector<std::vector<bool>> nulls(naggs);
+// A sink's columns as stoatflow writes them: names and SQL types, in one order.
+struct SinkColumns {
+    std::vector<std::string> names;
+    std::vector<Oid> types;
+};
+
+SinkColumns sink_columns(const core::AggLayout& layout) {
+    SinkColumns c;
+    auto add = [&](const std::string& name, Oid type) {
+        c.names.push_back(name);
+        c.types.push_back(type);
+    };
+    add("key", TEXTOID);
+    add("window_start", TIMESTAMPTZOID);
+    add("window_end", TIMESTAMPTZOID);
+    for (const auto& spec : layout.specs()) add(spec.column, column_oid(core::column_type(spec.fn)));
+    add("event_time", TIMESTAMPTZOID);
+    add("final", BOOLOID);
+    return c;
+}
+
+// The rows' values, row-major in sink_columns order.
+void sink_values(const core::AggLayout& layout, const std::vector<const core::SinkRow*>& rows,
+                 std::vector<Datum>& values, std::vector<bool>& nulls) {
+    const std::size_t naggs = layout.size(), ncols = naggs + 5;
+    values.reserve(rows.size() * ncols);
+    nulls.reserve(rows.size() * ncols);
     for (const core::SinkRow* u : rows) {
-        keys.push_back(text_datum(u->key));
-        starts.push_back(millis_to_timestamptz(u->start));
-        ends.push_back(millis_to_timestamptz(u->end));
-        times.push_back(millis_to_timestamptz(u->event_time));
-        finals.push_back(BoolGetDatum(u->final));
+        values.push_back(text_datum(u->key));
+        values.push_back(millis_to_timestamptz(u->start));
+        values.push_back(millis_to_timestamptz(u->end));
+        nulls.insert(nulls.end(), 3, false);
         for (std::size_t i = 0; i < naggs; ++i) {
             bool isnull;
-            cols[i].push_back(column_value(layout, i, u->cells[i], &isnull));
-            nulls[i].push_back(isnull);
+            values.push_back(column_value(layout, i, u->cells[i], &isnull));
+            nulls.push_back(isnull);
         }
+        values.push_back(millis_to_timestamptz(u->event_time));
+        values.push_back(BoolGetDatum(u->final));
+        nulls.insert(nulls.end(), 2, false);
     }
-    std::string names = "key, window_start, window_end", sources = "$1, $2, $3",
-                updates = "window_end = EXCLUDED.window_end";
-    std::vector<SpiArg> args = {{TEXTARRAYOID, make_array(keys, {}, TEXTOID)},
-                                {TIMESTAMPTZARRAYOID, make_array(starts, {}, TIMESTAMPTZOID)},
-                                {TIMESTAMPTZARRAYOID, make_array(ends, {}, TIMESTAMPTZOID)}};
-    for (std::size_t i = 0; i < naggs; ++i) {
-        const auto& spec = layout.specs()[i];
-        const Oid elem = column_oid(core::column_type(spec.fn));
+}
+
+// Writes sink rows in one statement: INSERT, or with `upsert` INSERT … ON CONFLICT DO
+// UPDATE on (key, window_start). Values travel as one array per column.
+void insert_rows(const std::string& sink, const SinkColumns& cols, const std::vector<Datum>& values,
+                 const std::vector<bool>& nulls, bool upsert) {
+    if (values.empty()) return;
+    const std::size_t ncols = cols.names.size(), nrows = values.size() / ncols;
+    std::string names, sources, updates;
+    std::vector<SpiArg> args;
+    std::vector<Datum> column;
+    std::vector<bool> column_nulls;
+    for (std::size_t c = 0; c < ncols; ++c) {
+        column.clear();
+        column_nulls.clear();
+        for (std::size_t r = 0; r < nrows; ++r) {
+            column.push_back(values[r * ncols + c]);
+            column_nulls.push_back(nulls[r * ncols + c]);
+        }
+        const Oid elem = cols.types[c];
         const Oid array = pg_call([&] { return get_array_type(elem); });
-        args.push_back({array, make_array(cols[i], nulls[i], elem)});
-        const std::string col = quote_ident(spec.column);
-        names += ", " + col;
-        sources += ", $" + std::to_string(args.size());
-        updates += ", " + col + " = EXCLUDED." + col;
+        args.push_back({array, make_array(column, column_nulls, elem)});
+        const std::string col = quote_ident(cols.names[c]);
+        names += (c ? ", " : "") + col;
+        sources += (c ? ", $" : "$") + std::to_string(c + 1);
+        if (cols.names[c] != "key" && cols.names[c] != "window_start")
+            updates += (updates.empty() ? "" : ", ") + col + " = EXCLUDED." + col;
     }
-    args.push_back({TIMESTAMPTZARRAYOID, make_array(times, {}, TIMESTAMPTZOID)});
-    args.push_back({BOOLARRAYOID, make_array(finals, {}, BOOLOID)});
-    names += ", event_time, final";
-    sources += ", $" + std::to_string(args.size() - 1) + ", $" + std::to_string(args.size());
-    updates += ", event_time = EXCLUDED.event_time, final = EXCLUDED.final";
     std::string sql = "INSERT INTO " + sink + " AS t (" + names + ") SELECT * FROM unnest(" + sources + ")";
     if (upsert) sql += " ON CONFLICT (key, window_start) DO UPDATE SET " + updates;
     spi_exec(sql, args);
-}
-
-void upsert_rows(const std::string& sink, const core::AggLayout& layout,
-                 const std::vector<const core::SinkRow*>& rows) {
-    insert_rows(sink, layout, rows, true);
 }
 
 }  // namespace
@@ -190,7 +213,9 @@ void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::Windo
         const Oid relid = pg_call([&] {
             return get_relname_relid(seg.relname.c_str(), get_namespace_oid("stoatflow_state", false));
         });
-        if (!OidIsValid(relid) || !append_rows(relid, kCols, values, nulls)) {
+        static const std::vector<const char*> kNames = {"key",   "window_start", "window_end", "event_time",
+                                                        "state", "removed",      "commit_seq"};
+        if (!OidIsValid(relid) || !append_rows(relid, kNames, values, nulls, false)) {
             std::vector<Datum> cols[kCols];
             std::vector<bool> state_nulls;
             for (std::size_t i = 0; i < values.size(); ++i) cols[i % kCols].push_back(values[i]);
@@ -234,8 +259,9 @@ void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out)
                      {{TEXTARRAYOID, make_array(keys, {}, TEXTOID)},
                       {TIMESTAMPTZARRAYOID, make_array(starts, {}, TIMESTAMPTZOID)}});
         }
-        // Windows never written before are inserted (no conflict check per row); should
-        // one exist after all (rows put there by hand), the batch is upserted instead.
+        // Windows never written before are inserted (no conflict check per row), like COPY
+        // does when the sink allows it (append_rows), else by INSERT; should one exist after
+        // all (a row put there by hand), the batch is upserted instead.
         std::vector<const core::SinkRow*> fresh, seen;
         for (const auto& u : out.upserts) (u.fresh ? fresh : seen).push_back(&u);
         // In primary-key order, consecutive rows land on the same B-tree pages (measured:
@@ -245,10 +271,22 @@ void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out)
         };
         std::sort(fresh.begin(), fresh.end(), by_pk);
         std::sort(seen.begin(), seen.end(), by_pk);
-        upsert_rows(sink, layout, seen);
-        if (!fresh.empty() &&
-            !in_subtransaction("23505", [&] { insert_rows(sink, layout, fresh, false); }))
-            upsert_rows(sink, layout, fresh);
+        const SinkColumns cols = sink_columns(layout);
+        std::vector<Datum> values;
+        std::vector<bool> nulls;
+        sink_values(layout, seen, values, nulls);
+        insert_rows(sink, cols, values, nulls, true);
+        if (fresh.empty()) return;
+        values.clear();
+        nulls.clear();
+        sink_values(layout, fresh, values, nulls);
+        const Oid relid = agg.def.sink;
+        std::vector<const char*> names;
+        for (const auto& n : cols.names) names.push_back(n.c_str());
+        if (!in_subtransaction("23505", [&] {
+                if (!append_rows(relid, names, values, nulls, true)) insert_rows(sink, cols, values, nulls, false);
+            }))
+            insert_rows(sink, cols, values, nulls, true);
     });
 }
 

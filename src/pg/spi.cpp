@@ -10,7 +10,10 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "executor/executor.h"
 #include "executor/tuptable.h"
+#include "nodes/makefuncs.h"
+#include "utils/acl.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/array.h"
@@ -229,16 +232,52 @@ Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls
     });
 }
 
-bool append_rows(Oid relid, int natts, const std::vector<Datum>& values, const std::vector<bool>& nulls) {
-    const std::size_t nrows = values.size() / static_cast<std::size_t>(natts);
+bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::vector<Datum>& values,
+                 const std::vector<bool>& nulls, bool with_indexes) {
+    const int ncols = static_cast<int>(columns.size());
+    const std::size_t nrows = values.size() / columns.size();
     bool written = false;
+    // Everything below is PostgreSQL C code: the vectors are only read, nothing with a
+    // destructor is created in here (pg_call's rule).
     pg_call([&] {
         Relation rel = table_open(relid, RowExclusiveLock);
         const Form_pg_class c = rel->rd_rel;
-        if (c->relkind != RELKIND_RELATION || c->relhasindex || c->relhasrules || c->relrowsecurity ||
-            rel->trigdesc != nullptr || RelationGetDescr(rel)->natts != natts) {
+        const TupleDesc td = RelationGetDescr(rel);
+        bool plain = c->relkind == RELKIND_RELATION && !c->relhasrules && !c->relrowsecurity &&
+                     rel->trigdesc == nullptr && (with_indexes || !c->relhasindex) &&
+                     !(td->constr && (td->constr->num_check > 0 || td->constr->has_generated_stored)) &&
+                     pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
+        // Every live column is one of ours (none needs a default), and a NOT NULL column
+        // gets no NULL. map[attribute] = our column.
+        int* map = static_cast<int*>(palloc(sizeof(int) * (td->natts + 1)));
+        int matched = 0;
+        for (int a = 0; plain && a < td->natts; ++a) {
+            const Form_pg_attribute att = TupleDescAttr(td, a);
+            map[a] = -1;
+            if (att->attisdropped) continue;
+            for (int k = 0; k < ncols; ++k)
+                if (strcmp(NameStr(att->attname), columns[k]) == 0) map[a] = k;
+            if (map[a] < 0) {
+                plain = false;
+                break;
+            }
+            ++matched;
+            if (att->attnotnull)
+                for (std::size_t r = 0; r < nrows; ++r)
+                    if (nulls[r * ncols + map[a]]) plain = false;
+        }
+        if (!plain || matched != ncols) {
+            pfree(map);
             table_close(rel, RowExclusiveLock);
             return;
+        }
+        EState* estate = nullptr;
+        ResultRelInfo* rri = nullptr;
+        if (c->relhasindex) {
+            estate = CreateExecutorState();
+            rri = makeNode(ResultRelInfo);
+            InitResultRelInfo(rri, rel, 1, nullptr, 0);
+            ExecOpenIndices(rri, false);
         }
         const int batch = 1000;
         const CommandId cid = GetCurrentCommandId(true);
@@ -251,17 +290,34 @@ bool append_rows(Oid relid, int natts, const std::vector<Datum>& values, const s
             for (; n < batch && row < nrows; ++n, ++row) {
                 TupleTableSlot* slot = slots[n];
                 ExecClearTuple(slot);
-                for (int a = 0; a < natts; ++a) {
-                    slot->tts_values[a] = values[row * natts + a];
-                    slot->tts_isnull[a] = nulls[row * natts + a];
+                for (int a = 0; a < td->natts; ++a) {
+                    if (map[a] < 0) {
+                        slot->tts_values[a] = (Datum)0;
+                        slot->tts_isnull[a] = true;  // a dropped column
+                    } else {
+                        slot->tts_values[a] = values[row * ncols + map[a]];
+                        slot->tts_isnull[a] = nulls[row * ncols + map[a]];
+                    }
                 }
                 ExecStoreVirtualTuple(slot);
             }
             table_multi_insert(rel, slots, n, cid, 0, bistate);
+            // As COPY does after a multi-insert: the index entries, with their uniqueness
+            // checks (a duplicate raises 23505 like an INSERT would).
+            if (rri && rri->ri_NumIndices > 0)
+                for (int i = 0; i < n; ++i) {
+                    ResetPerTupleExprContext(estate);
+                    (void)ExecInsertIndexTuples(rri, slots[i], estate, false, false, nullptr, NIL);
+                }
         }
         for (int i = 0; i < batch; ++i) ExecDropSingleTupleTableSlot(slots[i]);
         pfree(slots);
+        pfree(map);
         FreeBulkInsertState(bistate);
+        if (rri) {
+            ExecCloseIndices(rri);
+            FreeExecutorState(estate);
+        }
         table_close(rel, NoLock);  // the lock is held until the transaction ends
         written = true;
     });

@@ -65,11 +65,15 @@ Datum make_int64_array(const std::vector<std::int64_t>& v);
 // Any element type; nulls may be empty (no NULLs).
 Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls, Oid elemtype);
 
-// Appends rows to a plain table without the executor (one heap multi-insert per 1,000
-// rows), for stoatflow's own state tables, which have no index, trigger, rule or policy.
-// values/nulls are row-major, natts per row. Returns false and writes nothing when the
-// table is not like that (someone changed it), so the caller can fall back to SQL.
-bool append_rows(Oid relid, int natts, const std::vector<Datum>& values, const std::vector<bool>& nulls);
+// Inserts rows into a plain table without the executor, as COPY does: one heap
+// multi-insert per 1,000 rows, then (with_indexes) each row's index entries with their
+// uniqueness checks (a duplicate raises 23505). values/nulls are row-major, one value per
+// name in `columns`. Only for a table whose live columns are exactly these (no defaults
+// needed), without triggers, rules, row security, CHECK constraints or generated columns,
+// that the current user may insert into, and (without with_indexes) without indexes:
+// otherwise it writes nothing and returns false, so the caller can use SQL instead.
+bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::vector<Datum>& values,
+                 const std::vector<bool>& nulls, bool with_indexes);
 
 // Runs f in a subtransaction of the current transaction. Returns true when f succeeded
 // (the subtransaction is released into the outer one); false when f failed with SQLSTATE
