@@ -104,21 +104,8 @@ MOCK_BROKER=$BUILD_DIR/stoatflow-mock-broker
 RAW_CONSUME=$BUILD_DIR/stoatflow-raw-consume
 
 # --- work directory, cleanup -------------------------------------------------------------------
-work=$(mktemp -d "${BENCH_TMP:-/tmp}/stoatflow-bench.XXXXXX")
-chmod 755 "$work"
-[ "$(id -u)" -eq 0 ] && chown postgres: "$work"
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    pg_stop
-    mock_broker_stop >/dev/null 2>&1 || true
-    if [ "${BENCH_KEEP:-0}" = 1 ]; then bench_log "kept $work"; else rm -rf "$work"; fi
-    exit $rc
-}
-trap cleanup EXIT
+bench_workdir bench
 trap 'bench_log "failed: line $LINENO: $BASH_COMMAND"' ERR
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # --- data sets ----------------------------------------------------------------------------------
 # dataset -> minutes of event time and events per key; dense and hopping share the "dense" data.

@@ -37,20 +37,7 @@ EVENTS=$((RATE * SECS))
     cmake --build "$repo/build" --target stoatflow-mock-broker -- -s >/dev/null ||
     bench_die "cannot build build/stoatflow-mock-broker"
 
-work=$(mktemp -d "${BENCH_TMP:-/tmp}/stoatflow-live.XXXXXX")
-chmod 755 "$work"
-[ "$(id -u)" -eq 0 ] && chown postgres: "$work"
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    pg_stop
-    mock_broker_stop >/dev/null 2>&1 || true
-    if [ "${BENCH_KEEP:-0}" = 1 ]; then bench_log "kept $work"; else rm -rf "$work"; fi
-    exit $rc
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_workdir live
 
 # One chunk per partition per second, in event-time order within each partition.
 bench_log "generating $EVENTS events ($KEYS keys, $PARTS partitions), $RATE events/s for $SECS s"

@@ -57,3 +57,23 @@ sql_tags() {
 }
 # One value: sql_val "SELECT ..."
 sql_val() { sql -At -c "$1"; }
+
+# --- work directory ---------------------------------------------------------------------------
+# bench_workdir NAME: a fresh work directory (readable by user postgres) in $work, and traps
+# that stop PostgreSQL and the mock broker and remove it on any exit (BENCH_KEEP=1 keeps it).
+bench_workdir() {
+    work=$(mktemp -d "${BENCH_TMP:-/tmp}/stoatflow-$1.XXXXXX")
+    chmod 755 "$work"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$work"
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+bench_cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    pg_stop
+    mock_broker_stop >/dev/null 2>&1 || true
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then bench_log "kept $work"; else rm -rf "$work"; fi
+    exit $rc
+}
