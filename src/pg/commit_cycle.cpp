@@ -84,14 +84,20 @@ Oid column_oid(core::ColumnType t) {
     return TEXTOID;
 }
 
-// A sink's columns as stoatflow writes them: names and SQL types, in one order.
-struct SinkColumns {
+// The columns of a table stoatflow writes (a sink, a segment table): names and SQL types,
+// in the order of the row-major values written to it.
+struct Columns {
     std::vector<std::string> names;
     std::vector<Oid> types;
 };
 
-SinkColumns sink_columns(const core::AggLayout& layout) {
-    SinkColumns c;
+Columns state_columns() {
+    return {{"key", "window_start", "window_end", "event_time", "state", "removed", "commit_seq"},
+            {TEXTOID, INT8OID, INT8OID, INT8OID, BYTEAOID, BOOLOID, INT8OID}};
+}
+
+Columns sink_columns(const core::AggLayout& layout) {
+    Columns c;
     auto add = [&](const std::string& name, Oid type) {
         c.names.push_back(name);
         c.types.push_back(type);
@@ -127,9 +133,9 @@ void sink_values(const core::AggLayout& layout, const std::vector<const core::Si
     }
 }
 
-// Writes sink rows in one statement: INSERT, or with `upsert` INSERT … ON CONFLICT DO
+// Writes rows in one statement: INSERT, or with `upsert` (sinks) INSERT … ON CONFLICT DO
 // UPDATE on (key, window_start). Values travel as one array per column.
-void insert_rows(const std::string& sink, const SinkColumns& cols, const std::vector<Datum>& values,
+void insert_rows(const std::string& table, const Columns& cols, const std::vector<Datum>& values,
                  const std::vector<bool>& nulls, bool upsert) {
     if (values.empty()) return;
     const std::size_t ncols = cols.names.size(), nrows = values.size() / ncols;
@@ -153,9 +159,18 @@ void insert_rows(const std::string& sink, const SinkColumns& cols, const std::ve
         if (cols.names[c] != "key" && cols.names[c] != "window_start")
             updates += (updates.empty() ? "" : ", ") + col + " = EXCLUDED." + col;
     }
-    std::string sql = "INSERT INTO " + sink + " AS t (" + names + ") SELECT * FROM unnest(" + sources + ")";
+    std::string sql = "INSERT INTO " + table + " AS t (" + names + ") SELECT * FROM unnest(" + sources + ")";
     if (upsert) sql += " ON CONFLICT (key, window_start) DO UPDATE SET " + updates;
     spi_exec(sql, args);
+}
+
+// Appends rows without the executor where the table allows it (append_rows), else INSERTs.
+void append_or_insert(Oid relid, const std::string& table, const Columns& cols, const std::vector<Datum>& values,
+                      const std::vector<bool>& nulls, bool with_indexes) {
+    std::vector<const char*> names;
+    for (const auto& n : cols.names) names.push_back(n.c_str());
+    if (!OidIsValid(relid) || !append_rows(relid, names, values, nulls, with_indexes))
+        insert_rows(table, cols, values, nulls, false);
 }
 
 }  // namespace
@@ -213,23 +228,7 @@ void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::Windo
         const Oid relid = pg_call([&] {
             return get_relname_relid(seg.relname.c_str(), get_namespace_oid("stoatflow_state", false));
         });
-        static const std::vector<const char*> kNames = {"key",   "window_start", "window_end", "event_time",
-                                                        "state", "removed",      "commit_seq"};
-        if (!OidIsValid(relid) || !append_rows(relid, kNames, values, nulls, false)) {
-            std::vector<Datum> cols[kCols];
-            std::vector<bool> state_nulls;
-            for (std::size_t i = 0; i < values.size(); ++i) cols[i % kCols].push_back(values[i]);
-            for (std::size_t i = 4; i < nulls.size(); i += kCols) state_nulls.push_back(nulls[i]);
-            spi_exec("INSERT INTO stoatflow_state." + quote_ident(seg.relname) +
-                         " SELECT k, s, e, t, st, r, q FROM unnest($1, $2, $3, $4, $5, $6, $7) AS u(k, s, e, t, st, r, q)",
-                     {{TEXTARRAYOID, make_array(cols[0], {}, TEXTOID)},
-                      {INT8ARRAYOID, make_array(cols[1], {}, INT8OID)},
-                      {INT8ARRAYOID, make_array(cols[2], {}, INT8OID)},
-                      {INT8ARRAYOID, make_array(cols[3], {}, INT8OID)},
-                      {BYTEAARRAYOID, make_array(cols[4], state_nulls, BYTEAOID)},
-                      {BOOLARRAYOID, make_array(cols[5], {}, BOOLOID)},
-                      {INT8ARRAYOID, make_array(cols[6], {}, INT8OID)}});
-        }
+        append_or_insert(relid, "stoatflow_state." + quote_ident(seg.relname), state_columns(), values, nulls, false);
         spi_exec("UPDATE stoatflow.segment SET rows_written = rows_written + $3 "
                  "WHERE aggregation_id = $1 AND segment_start = $2",
                  {arg_int32(agg.def.id), arg_int64(seg.start), arg_int64(static_cast<std::int64_t>(group.size()))});
@@ -271,7 +270,7 @@ void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out)
         };
         std::sort(fresh.begin(), fresh.end(), by_pk);
         std::sort(seen.begin(), seen.end(), by_pk);
-        const SinkColumns cols = sink_columns(layout);
+        const Columns cols = sink_columns(layout);
         std::vector<Datum> values;
         std::vector<bool> nulls;
         sink_values(layout, seen, values, nulls);
@@ -280,12 +279,8 @@ void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out)
         values.clear();
         nulls.clear();
         sink_values(layout, fresh, values, nulls);
-        const Oid relid = agg.def.sink;
-        std::vector<const char*> names;
-        for (const auto& n : cols.names) names.push_back(n.c_str());
-        if (!in_subtransaction("23505", [&] {
-                if (!append_rows(relid, names, values, nulls, true)) insert_rows(sink, cols, values, nulls, false);
-            }))
+        if (!in_subtransaction("23505",
+                               [&] { append_or_insert(agg.def.sink, sink, cols, values, nulls, true); }))
             insert_rows(sink, cols, values, nulls, true);
     });
 }
