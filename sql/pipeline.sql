@@ -108,6 +108,19 @@ SELECT * FROM feed('s_pre', rec('a', 4000), rec('c', 5000));
 SELECT key, secs(window_start) AS ws, n, secs(event_time) AS et, final FROM pre ORDER BY 1, 2;
 SELECT stoatflow.drop_aggregation('pre', drop_sink => true);
 
+-- A sink of the user's with a column of its own: new windows go in by INSERT (its default
+-- applies), rewrites by upsert; the user's column is left alone
+SELECT src('s_own');
+CREATE TABLE own_sink (key text, window_start timestamptz, window_end timestamptz, n bigint,
+                       event_time timestamptz, final boolean, note text DEFAULT 'from stoatflow',
+                       PRIMARY KEY (key, window_start));
+SELECT stoatflow.create_aggregation('own', 's_own', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'own_sink');
+SELECT * FROM feed('s_own', rec('a', 1000), rec('b', 2000));
+UPDATE own_sink SET note = 'edited' WHERE key = 'b';
+SELECT * FROM feed('s_own', rec('b', 3000), rec('c', 4000));
+SELECT key, secs(window_start) AS ws, n, final, note FROM own_sink ORDER BY 1, 2;
+SELECT stoatflow.drop_aggregation('own', drop_sink => true);
+
 ------------------------------------------------------------------------------------------
 -- Segments: state lives in segment tables of stoatflow_state, one per epoch-aligned
 -- segment (interval = max(retention/2, 60 s, size) = 60 s here), dropped whole once
