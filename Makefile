@@ -6,12 +6,12 @@ EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" stoatfl
 MODULE_big = stoatflow
 # Install scripts live in sql/ beside the pg_regress tests; the stoatflow--* prefix keeps them
 # apart (test/check_schedule.sh ignores them).
-DATA = $(wildcard sql/stoatflow--*.sql)
+DATA = $(sort $(wildcard sql/stoatflow--*.sql) sql/stoatflow--$(EXTVERSION).sql)
 
 PG_SRCS = $(wildcard src/pg/*.cpp)
 CORE_SRCS = $(wildcard src/core/*.cpp)
 # The Kafka layer linked into the extension (the mock broker is a program of its own).
-KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp
+KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp
 OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o) $(KAFKA_SRCS:.cpp=.o)
 
 PG_CONFIG ?= pg_config
@@ -42,6 +42,11 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 
 $(OBJS): stoatflow.control
+
+# The full install script is generated from the released one plus the upgrade scripts.
+all: sql/stoatflow--$(EXTVERSION).sql
+sql/stoatflow--0.2.sql: sql/stoatflow--0.1.sql sql/stoatflow--0.1--0.2.sql sql/full_script.sh
+	bash sql/full_script.sh > $@
 
 .PHONY: installcheck regress check-schedule
 # Runs pg_regress in a throwaway --temp-instance against the *installed* extension (make install

@@ -79,7 +79,7 @@ SELECT stoatflow.create_aggregation('once', 's_once', stoatflow.tumbling('10 sec
 CREATE TABLE writes (key text, window_start timestamptz, op text, n bigint, final boolean);
 CREATE FUNCTION log_write() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO writes VALUES (NEW.key, NEW.window_start, TG_OP, NEW.n, NEW.final);
+    INSERT INTO public.writes VALUES (NEW.key, NEW.window_start, TG_OP, NEW.n, NEW.final);
     RETURN NEW;
 END $$;
 CREATE TRIGGER log_write AFTER INSERT OR UPDATE ON once FOR EACH ROW EXECUTE FUNCTION log_write();

@@ -1,5 +1,6 @@
 // librdkafka consumer for one topic with explicit assignment and batch polls.
 #include "stoatflow/kafka/consumer.hpp"
+#include "stoatflow/kafka/options.hpp"
 
 #include <librdkafka/rdkafka.h>
 
@@ -51,6 +52,10 @@ Consumer::Consumer(const std::string& brokers,
     set("queued.min.messages", "10000000");
     set("queued.max.messages.kbytes", "65536");
     set("fetch.wait.max.ms", "100");
+    // Declarations refuse these already; a catalog written otherwise must not load code either.
+    for (const auto& [k, v] : options)
+        if (classify_option(k) == OptionKind::RunsCode)
+            throw Error(sqlstate::kInsufficientPrivilege, "kafka option \"" + k + "\" is not allowed");
     for (const auto& [k, v] : options) set(k, v);
     set("bootstrap.servers", brokers);
     set("group.id", group_id);

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 namespace stoatflow::pg {
@@ -28,12 +29,15 @@ core::AggFn agg_fn_from_catalog(const std::string& name) {
 }
 
 namespace {
+// The worker's SQL names every function and operator with its schema (SPEC 10): it runs as the
+// bootstrap superuser, and nothing a database owner puts on a search_path may reach it.
 const char* kSourceColumns =
     "SELECT source_id, source_name, topic, brokers, format, coalesce(key_path, ''), "
     "coalesce(event_time_path, ''), max_out_of_orderness_ms, coalesce(idle_timeout_ms, 0), "
     "start_offset, "
-    "(SELECT array_agg(k ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)), "
-    "(SELECT array_agg(v #>> '{}' ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)) "
+    "(SELECT pg_catalog.array_agg(k ORDER BY k) FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), "
+    "(SELECT pg_catalog.array_agg(v OPERATOR(pg_catalog.#>>) '{}' ORDER BY k) "
+    "FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), future_limit_ms "
     "FROM stoatflow.source ";
 
 SourceDef source_from_row(std::uint64_t r) {
@@ -56,12 +60,15 @@ SourceDef source_from_row(std::uint64_t r) {
         auto v = text_array_to_vector(DatumGetArrayTypeP(values));
         for (std::size_t i = 0; i < n.size() && i < v.size(); ++i) s.kafka_options.emplace_back(n[i], v[i]);
     }
+    if (const auto limit = spi_int64(r, 13)) s.future_limit = *limit;
+    s.max_key_bytes = static_cast<std::size_t>(max_key_bytes);
     return s;
 }
 
 const char* kAggregationColumns =
     "SELECT aggregation_id, aggregation_name, kind, size_ms, advance_ms, grace_ms, agg_functions, "
-    "agg_fields, agg_columns, emit, retention_ms, segment_interval_ms, sink::oid, owner::oid "
+    "agg_fields, agg_columns, emit, retention_ms, segment_interval_ms, sink::oid, owner::oid, "
+    "sink_schema, sink_table "
     "FROM stoatflow.aggregation ";
 
 AggregationDef aggregation_from_row(std::uint64_t r) {
@@ -80,26 +87,28 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     a.segment_interval = *spi_int64(r, 12);
     a.sink = static_cast<Oid>(*spi_int64(r, 13));
     a.owner = static_cast<Oid>(*spi_int64(r, 14));
+    a.sink_schema = *spi_text(r, 15);
+    a.sink_table = *spi_text(r, 16);
     return a;
 }
 }  // namespace
 
 SourceDef load_source(const std::string& name) {
-    if (spi_exec(std::string(kSourceColumns) + "WHERE source_name = $1", {arg_text(name)}) == 0)
-        throw Error("42704", "source \"" + name + "\" does not exist",
+    if (spi_exec(std::string(kSourceColumns) + "WHERE source_name OPERATOR(pg_catalog.=) $1", {arg_text(name)}) == 0)
+        throw Error(sqlstate::kUndefinedObject, "source \"" + name + "\" does not exist",
                     "Create it with stoatflow.create_source().");
     return source_from_row(0);
 }
 
 std::optional<SourceDef> load_source_by_id(std::int32_t id) {
-    if (spi_exec(std::string(kSourceColumns) + "WHERE source_id = $1", {arg_int32(id)}) == 0)
+    if (spi_exec(std::string(kSourceColumns) + "WHERE source_id OPERATOR(pg_catalog.=) $1", {arg_int32(id)}) == 0)
         return std::nullopt;
     return source_from_row(0);
 }
 
 std::vector<AggregationDef> load_aggregations(std::int32_t source_id) {
     const auto n = spi_exec(std::string(kAggregationColumns) +
-                                "WHERE source_id = $1 ORDER BY aggregation_id",
+                                "WHERE source_id OPERATOR(pg_catalog.=) $1 ORDER BY aggregation_id",
                             {arg_int32(source_id)});
     std::vector<AggregationDef> out;
     for (std::uint64_t r = 0; r < n; ++r) out.push_back(aggregation_from_row(r));
@@ -107,8 +116,8 @@ std::vector<AggregationDef> load_aggregations(std::int32_t source_id) {
 }
 
 AggregationDef load_aggregation(const std::string& name) {
-    if (spi_exec(std::string(kAggregationColumns) + "WHERE aggregation_name = $1", {arg_text(name)}) == 0)
-        throw Error("42704", "aggregation \"" + name + "\" does not exist");
+    if (spi_exec(std::string(kAggregationColumns) + "WHERE aggregation_name OPERATOR(pg_catalog.=) $1", {arg_text(name)}) == 0)
+        throw Error(sqlstate::kUndefinedObject, "aggregation \"" + name + "\" does not exist");
     return aggregation_from_row(0);
 }
 

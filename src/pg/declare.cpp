@@ -5,6 +5,8 @@
 #include "stoatflow/core/segment_layout.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
+#include "stoatflow/kafka/options.hpp"
+
 #include <librdkafka/rdkafka.h>
 
 #include <cctype>
@@ -18,16 +20,26 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "parser/parser.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/guc_tables.h"
 #include "utils/tuplestore.h"
 }
+
+#include "stoatflow/pg/limits.hpp"
+
+namespace {
+bool object_aclcheck_usage(Oid nsp, Oid role) { return pg_namespace_aclcheck(nsp, role, ACL_USAGE) == ACLCHECK_OK; }
+}  // namespace
 
 using namespace stoatflow;
 using namespace stoatflow::pg;
@@ -131,7 +143,14 @@ std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& li
         if (target->name) spec.column = target->name;
         specs.push_back(std::move(spec));
     }
-    return core::normalize_aggregates(std::move(specs));
+    auto normalized = core::normalize_aggregates(std::move(specs));
+    // A column name PostgreSQL would truncate could collide with another: refused (SPEC 10).
+    for (const auto& spec : normalized)
+        if (spec.column.size() > kMaxNameBytes)
+            throw Error(sqlstate::kNameTooLong,
+                        "column name \"" + spec.column + "\" is longer than " + std::to_string(kMaxNameBytes) + " bytes",
+                        "Name the aggregate with a shorter AS name.");
+    return normalized;
 }
 
 const char* stoatflow::pg::sql_type_name(core::ColumnType t) {
@@ -166,15 +185,6 @@ STOATFLOW_FUNCTION(stoatflow__parse_aggregates) {
 // Kafka configuration: broker list syntax and librdkafka's own option checks.
 
 namespace {
-
-bool is_secret_option(const std::string& name) {
-    std::string n;
-    for (char c : name) n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* w : {"password", "secret", "token", "credential", "jaas", "key.pem", "keystore",
-                          "private"})
-        if (n.find(w) != std::string::npos) return true;
-    return n.size() >= 4 && (n.compare(n.size() - 4, 4, ".key") == 0 || n.find(".key.") != std::string::npos);
-}
 
 void check_brokers(const std::string& brokers) {
     auto bad = [&](const std::string& why) {
@@ -221,28 +231,18 @@ void check_brokers(const std::string& brokers) {
     }
 }
 
-// Options stoatflow sets itself: a user value would break exactly-once consumption.
-bool reserved_option(const std::string& n) {
-    return n == "bootstrap.servers" || n == "metadata.broker.list" || n == "enable.auto.commit" ||
-           n == "enable.auto.offset.store" || n == "auto.offset.reset" || n == "enable.partition.eof" ||
-           n == "isolation.level" || n == "group.instance.id";
-}
-
 }  // namespace
 
 void check_kafka_config(const std::string& brokers, const std::vector<std::string>& names,
-                        const std::vector<std::string>& values) {
+                        const std::vector<std::string>& values, bool may_read_files) {
     check_brokers(brokers);
     std::unique_ptr<rd_kafka_conf_t, void (*)(rd_kafka_conf_t*)> conf(rd_kafka_conf_new(),
                                                                       rd_kafka_conf_destroy);
     char err[512];
     for (std::size_t i = 0; i < names.size(); ++i) {
         const std::string& n = names[i];
-        if (reserved_option(n))
-            throw Error(sqlstate::kInvalidParameterValue,
-                        "kafka option \"" + n + "\" is managed by stoatflow",
-                        "Brokers come from the brokers argument, the start position from "
-                        "start_offset; offsets are committed by stoatflow with the window state.");
+        // Before librdkafka sees the name: setting plugin.library.paths loads the plugin at once.
+        kafka::check_option_allowed(n, may_read_files);
         err[0] = '\0';
         const auto r = rd_kafka_conf_set(conf.get(), n.c_str(), values[i].c_str(), err, sizeof err);
         if (r == RD_KAFKA_CONF_UNKNOWN)
@@ -250,7 +250,7 @@ void check_kafka_config(const std::string& brokers, const std::vector<std::strin
                         "kafka_options takes librdkafka configuration properties, e.g. "
                         "security.protocol, sasl.mechanisms, sasl.username.");
         if (r != RD_KAFKA_CONF_OK) {
-            if (is_secret_option(n))
+            if (kafka::is_secret_option(n))
                 throw Error(sqlstate::kInvalidParameterValue,
                             "invalid value for kafka option \"" + n + "\" (value not shown: secret)");
             throw Error(sqlstate::kInvalidParameterValue,
@@ -270,8 +270,78 @@ STOATFLOW_FUNCTION(stoatflow__check_kafka_config) {
     if (!PG_ARGISNULL(2)) values = text_array_to_vector(PG_GETARG_ARRAYTYPE_P(2));
     if (names.size() != values.size())
         throw Error(sqlstate::kInvalidParameterValue, "kafka option names and values do not match");
-    check_kafka_config(brokers, names, values);
+    // The role that called create_source (this runs inside it, as its definer).
+    const Oid caller = GetOuterUserId();
+    const bool may_read_files =
+        pg_call([&] { return superuser_arg(caller) || has_privs_of_role(caller, ROLE_PG_READ_SERVER_FILES); });
+    check_kafka_config(brokers, names, values, may_read_files);
     PG_RETURN_VOID();
 }
 
+// _is_secret_option(name): the one secret rule (kafka::is_secret_option), for the install script.
+STOATFLOW_FUNCTION(stoatflow__is_secret_option) {
+    const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
+    PG_RETURN_BOOL(kafka::is_secret_option(name));
+}
+
 STOATFLOW_FUNCTION(stoatflow__invoking_role) { return ObjectIdGetDatum(GetOuterUserId()); }
+
+// ---------------------------------------------------------------------------------
+// The caller's search_path, for create_aggregation: it is SECURITY DEFINER with a pinned
+// search_path (SPEC 10), yet an unqualified sink name means what it would mean to its caller.
+
+namespace {
+// The value search_path had when the innermost function with a SET search_path clause was
+// entered: the GUC stack entry that clause pushed keeps it.
+const char* caller_search_path_value() {
+    struct config_generic** vars = get_guc_variables();
+    const int n = GetNumConfigOptions();
+    for (int i = 0; i < n; ++i) {
+        if (strcmp(vars[i]->name, "search_path") != 0) continue;
+        auto* conf = reinterpret_cast<struct config_string*>(vars[i]);
+        if (conf->gen.stack && conf->gen.stack->prior.val.stringval) return conf->gen.stack->prior.val.stringval;
+        return *conf->variable;
+    }
+    return "";
+}
+}  // namespace
+
+// _caller_search_path() → text[]: the schemas of the caller's search_path that exist and that the
+// caller may use, in order ("$user" resolved; pg_temp and pg_catalog left out: no sink lives there).
+STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
+    const Oid caller = GetOuterUserId();
+    const std::string path = pg_call([] { return caller_search_path_value(); });
+    std::vector<std::string> names;
+    {
+        std::string item;
+        bool quoted = false;
+        for (std::size_t i = 0; i <= path.size(); ++i) {
+            const char c = i < path.size() ? path[i] : ',';
+            if (c == '"') {
+                if (quoted && i + 1 < path.size() && path[i + 1] == '"') {
+                    item += '"';
+                    ++i;
+                } else {
+                    quoted = !quoted;
+                }
+            } else if (c == ',' && !quoted) {
+                names.push_back(item);
+                item.clear();
+            } else if (quoted || c != ' ') {
+                item += quoted ? c : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            }
+        }
+    }
+    std::vector<Datum> schemas;
+    for (std::string name : names) {
+        if (name == "$user") name = pg_call([&] { return GetUserNameFromId(caller, true); }) ?: "";
+        if (name.empty() || name == "pg_temp" || name == "pg_catalog" || name.rfind("pg_temp_", 0) == 0) continue;
+        const char* nsp = name.c_str();
+        const bool usable = pg_call([&] {
+            const Oid oid = get_namespace_oid(nsp, true);
+            return OidIsValid(oid) && object_aclcheck_usage(oid, caller);
+        });
+        if (usable) schemas.push_back(PointerGetDatum(pg_call([&] { return cstring_to_text(nsp); })));
+    }
+    return make_array(schemas, {}, TEXTOID);
+}

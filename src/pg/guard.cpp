@@ -9,6 +9,7 @@
 #include <setjmp.h>
 
 extern "C" {
+#include "miscadmin.h"
 #include "utils/elog.h"
 #include "utils/memutils.h"
 }
@@ -163,6 +164,14 @@ void run_trapped(void (*fn)(void*), void* arg) {
     ErrorData* edata = CopyErrorData();
     FlushErrorState();
     throw_pg_error(edata);
+}
+
+void refuse_in_restricted_operation() {
+    if (InSecurityRestrictedOperation())
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("stoatflow functions cannot be called within a security-restricted operation"),
+                        errdetail("Sink triggers, constraints and defaults run as the aggregation's owner "
+                                  "in a security-restricted operation; they may not manage stoatflow.")));
 }
 
 }  // namespace detail

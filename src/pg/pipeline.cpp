@@ -7,6 +7,7 @@
 #include <string>
 
 #include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/sink_writer.hpp"
 #include "stoatflow/pg/spi.hpp"
 #include "stoatflow/pg/text.hpp"
 
@@ -55,11 +56,13 @@ SourcePipeline::SourcePipeline(SourceDef source, std::vector<AggregationDef> agg
 
 std::vector<Segment> load_segments(std::int32_t aggregation_id) {
     const auto n = spi_exec(
-        "SELECT segment_start, span_ms, relname FROM stoatflow.segment "
-        "WHERE aggregation_id = $1 ORDER BY segment_start",
+        "SELECT segment_start, span_ms, relname, relid FROM stoatflow.segment "
+        "WHERE aggregation_id OPERATOR(pg_catalog.=) $1 ORDER BY segment_start",
         {arg_int32(aggregation_id)});
     std::vector<Segment> out;
-    for (std::uint64_t r = 0; r < n; ++r) out.push_back({*spi_int64(r, 1), *spi_int64(r, 2), *spi_text(r, 3)});
+    for (std::uint64_t r = 0; r < n; ++r)
+        out.push_back({*spi_int64(r, 1), *spi_int64(r, 2), *spi_text(r, 3),
+                       static_cast<Oid>(spi_int64(r, 4).value_or(InvalidOid))});
     return out;
 }
 
@@ -95,12 +98,14 @@ void read_window_rows(const AggregationDef& /*def*/, const core::AggLayout& layo
 }
 
 void SourcePipeline::restore() {
-    if (spi_exec("SELECT watermark_state, commit_seq FROM stoatflow.source_progress WHERE source_id = $1",
+    if (spi_exec("SELECT watermark_state, commit_seq FROM stoatflow.source_progress "
+                 "WHERE source_id OPERATOR(pg_catalog.=) $1",
                  {arg_int32(source_.id)}) > 0) {
         watermark_.restore(*spi_text(0, 1));
         commit_seq_ = *spi_int64(0, 2);
     }
-    const auto n = spi_exec("SELECT partition, next_offset FROM stoatflow.partition_offset WHERE source_id = $1",
+    const auto n = spi_exec("SELECT partition, next_offset FROM stoatflow.partition_offset "
+                            "WHERE source_id OPERATOR(pg_catalog.=) $1",
                             {arg_int32(source_.id)});
     for (std::uint64_t r = 0; r < n; ++r)
         next_offsets_[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_int64(r, 2);
@@ -110,7 +115,7 @@ void SourcePipeline::restore() {
     for (auto& a : aggs_) {
         if (spi_exec("SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
                      "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written "
-                     "FROM stoatflow.aggregation_progress WHERE aggregation_id = $1",
+                     "FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
                      {arg_int32(a.def.id)}) > 0) {
             a.base.records_in = *spi_int64(0, 1);
             a.base.dropped_late_window = *spi_int64(0, 2);
@@ -121,11 +126,18 @@ void SourcePipeline::restore() {
             a.state_rows = *spi_int64(0, 7);
             a.state_bytes = *spi_int64(0, 8);
         }
+        a.sink_owed = outbox_size(a.def.id) > 0;  // retried at the first commit
         const auto segs = load_segments(a.def.id);
         for (const auto& s : segs) a.segments[s.start] = s;
         read_window_rows(a.def, a.engine->layout(), segs,
                          [&](const core::WindowStateRow& row) { a.engine->restore(row, w); });
     }
+}
+
+std::vector<std::pair<std::string, std::size_t>> SourcePipeline::aggregation_memory() const {
+    std::vector<std::pair<std::string, std::size_t>> out;
+    for (const auto& a : aggs_) out.emplace_back(a.def.name, a.engine->resident_windows() * 256);
+    return out;
 }
 
 void SourcePipeline::tick(core::Millis now) {

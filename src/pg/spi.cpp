@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "stoatflow/pg/limits.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
@@ -20,6 +21,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/guc.h"
 #include "utils/resowner.h"
 }
 
@@ -243,7 +245,8 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::
         Relation rel = table_open(relid, RowExclusiveLock);
         const Form_pg_class c = rel->rd_rel;
         const TupleDesc td = RelationGetDescr(rel);
-        bool plain = c->relkind == RELKIND_RELATION && !c->relhasrules && !c->relrowsecurity &&
+        // A leaf partition written directly would skip its partition constraint: INSERT checks it.
+        bool plain = c->relkind == RELKIND_RELATION && !c->relispartition && !c->relhasrules && !c->relrowsecurity &&
                      rel->trigdesc == nullptr && (with_indexes || !c->relhasindex) &&
                      !(td->constr && (td->constr->num_check > 0 || td->constr->has_generated_stored)) &&
                      pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
@@ -350,6 +353,56 @@ bool in_subtransaction(const char* tolerated, const std::function<void()>& f) {
     MemoryContextSwitchTo(cxt);
     CurrentResourceOwner = owner;
     return true;
+}
+
+std::string try_in_subtransaction(const std::function<void()>& f) {
+    std::string failure;
+    MemoryContext cxt = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    pg_call([] { BeginInternalSubTransaction(nullptr); });
+    MemoryContextSwitchTo(cxt);
+    try {
+        f();
+    } catch (const Error& e) {  // PgError included
+        failure = e.what();
+        if (failure.empty()) failure = "error " + e.sqlstate();
+    }
+    if (failure.empty()) {
+        pg_call([] { ReleaseCurrentSubTransaction(); });
+    } else {
+        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+    }
+    MemoryContextSwitchTo(cxt);
+    CurrentResourceOwner = owner;
+    return failure;
+}
+
+void run_as_owner(Oid role, const std::function<void()>& f) {
+    Oid saved_user;
+    int saved_ctx;
+    GetUserIdAndSecContext(&saved_user, &saved_ctx);
+    const int nest = pg_call([&] {
+        SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+        const int level = NewGUCNestLevel();
+        (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+                                true, 0, false);
+        (void)set_config_option("lock_timeout", kOwnerLockTimeout, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
+                                0, false);
+        return level;
+    });
+    const auto restore = [&] {
+        pg_call([&] {
+            AtEOXact_GUC(false, nest);
+            SetUserIdAndSecContext(saved_user, saved_ctx);
+        });
+    };
+    try {
+        f();
+    } catch (...) {
+        restore();
+        throw;
+    }
+    restore();
 }
 
 }  // namespace stoatflow::pg

@@ -1,5 +1,7 @@
 // The module's entry: PG_MODULE_MAGIC, _PG_init (which insists on shared_preload_libraries),
 // the server settings, and stoatflow.version().
+#include <climits>
+
 #include "stoatflow/pg/guard.hpp"
 #include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/worker.hpp"
@@ -23,6 +25,8 @@ namespace stoatflow::pg {
 int commit_interval_ms = kCommitIntervalDefaultMs;
 int catchup_commit_interval_ms = kCatchupCommitIntervalDefaultMs;
 bool log_commits = false;
+int max_key_bytes = kMaxKeyBytesDefault;
+int worker_memory_limit_kb = kWorkerMemoryLimitDefaultKb;
 char* database_name = nullptr;
 
 void define_settings() {
@@ -35,7 +39,7 @@ void define_settings() {
     DefineCustomIntVariable(
         "stoatflow.catchup_commit_interval",
         "How often a source's worker commits while it is far behind its topic.",
-        "Used instead of stoatflow.commit_interval while at least 50000 records wait to be "
+        "Used instead of stoatflow.commit_interval while many records (core::CommitPolicy) wait to be "
         "consumed; 0 (or a value not above commit_interval) commits every commit_interval.",
         &catchup_commit_interval_ms, kCatchupCommitIntervalDefaultMs, 0, kCatchupCommitIntervalMaxMs,
         PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
@@ -44,6 +48,17 @@ void define_settings() {
         "One LOG line per commit: records, changed window state (rows, bytes), sink rows "
         "and deletes, dead letters, and how long the commit took.",
         &log_commits, false, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "stoatflow.max_key_bytes", "Longest grouping key a record may have, in bytes.",
+        "A record with a longer key goes to stoatflow.dead_letters (reason key_too_long).",
+        &max_key_bytes, kMaxKeyBytesDefault, kMaxKeyBytesMin, kMaxKeyBytesMax, PGC_SIGHUP, 0, nullptr,
+        nullptr, nullptr);
+    DefineCustomIntVariable(
+        "stoatflow.worker_memory_limit", "Memory a source worker may use before it stops consuming.",
+        "Past it the source shows status error naming the aggregation that holds the most state, "
+        "instead of growing until the kernel kills it. 0 turns the limit off.",
+        &worker_memory_limit_kb, kWorkerMemoryLimitDefaultKb, 0, MAX_KILOBYTES, PGC_SIGHUP, GUC_UNIT_KB, nullptr,
+        nullptr, nullptr);
     DefineCustomStringVariable(
         "stoatflow.database", "Database the stoatflow background worker connects to.", nullptr,
         &database_name, kDatabaseDefault, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);

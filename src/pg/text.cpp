@@ -1,8 +1,12 @@
 // Storable text for dead letters and identifier quoting.
+#include <cstdio>
+
+#include "stoatflow/pg/guard.hpp"
 #include "stoatflow/pg/text.hpp"
 
-#include <cctype>
-#include <cstdio>
+extern "C" {
+#include "utils/builtins.h"
+}
 
 namespace stoatflow::pg {
 
@@ -37,7 +41,7 @@ std::string storable_text(const char* data, std::size_t len, std::size_t max_byt
         const std::size_t n = p[i] == 0 ? 0 : utf8_len(p + i, len - i);
         if (n == 0) {
             char buf[5];
-            std::snprintf(buf, sizeof buf, "\\x%02X", p[i]);
+            snprintf(buf, sizeof buf, "\\x%02X", p[i]);
             out += buf;
             ++i;
         } else {
@@ -49,17 +53,9 @@ std::string storable_text(const char* data, std::size_t len, std::size_t max_byt
 }
 
 std::string quote_ident(const std::string& name) {
-    bool plain = !name.empty() && (std::islower(static_cast<unsigned char>(name[0])) || name[0] == '_');
-    for (char c : name)
-        if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
-            plain = false;
-    if (plain) return name;
-    std::string q = "\"";
-    for (char c : name) {
-        if (c == '"') q += '"';
-        q += c;
-    }
-    return q + "\"";
+    // PostgreSQL's own rule, keywords included ("order", "end", "user" must be quoted).
+    const char* quoted = pg_call([&] { return quote_identifier(name.c_str()); });
+    return std::string(quoted);
 }
 
 }  // namespace stoatflow::pg

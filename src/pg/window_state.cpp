@@ -6,6 +6,7 @@
 
 #include "stoatflow/pg/catalog.hpp"
 #include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/sink_writer.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
@@ -16,33 +17,41 @@ extern "C" {
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rls.h"
 #include "utils/tuplestore.h"
 }
 
 using namespace stoatflow;
 using namespace stoatflow::pg;
 
-namespace stoatflow::pg {
-Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell, bool* isnull);
-}
 
 STOATFLOW_FUNCTION(stoatflow_window_state) {
     if (PG_ARGISNULL(0)) throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
     const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
     const Oid row_type = pg_call([&] { return get_fn_expr_argtype(fcinfo->flinfo, 1); });
     if (!pg_call([&] { return type_is_rowtype(row_type); }))
-        throw Error("42804", "window_state needs a row of the sink's type as its second argument",
+        throw Error(sqlstate::kDatatypeMismatch, "window_state needs a row of the sink's type as its second argument",
                     "For example: SELECT * FROM stoatflow.window_state('views_5m', NULL::public.views_5m);");
 
     SpiSession spi;
     const AggregationDef def = load_aggregation(name);
+    // The caller is whoever called this SECURITY DEFINER function (never code the worker runs:
+    // stoatflow functions refuse to run inside a security-restricted operation).
     const Oid caller = GetOuterUserId();
-    if (pg_call([&] { return pg_class_aclcheck(def.sink, caller, ACL_SELECT); }) != ACLCHECK_OK)
-        throw Error("42501", "permission denied for the sink of aggregation \"" + name + "\"",
+    const Oid sink = resolve_sink(def);
+    if (pg_call([&] { return pg_class_aclcheck(sink, caller, ACL_SELECT); }) != ACLCHECK_OK)
+        throw Error(sqlstate::kInsufficientPrivilege, "permission denied for the sink of aggregation \"" + name + "\"",
                     "window_state shows what the sink will hold; it needs SELECT on the sink.");
+    // window_state shows what SELECT on the sink shows (SPEC 10): where row-level security would
+    // filter the caller's rows, it refuses rather than show windows a policy hides.
+    if (pg_call([&] { return check_enable_rls(sink, caller, true); }) == RLS_ENABLED)
+        throw Error(sqlstate::kInsufficientPrivilege,
+                    "window_state is not available for aggregation \"" + name +
+                        "\": row-level security applies to its sink for this role",
+                    "Query the sink table itself; its policies decide which windows you see.");
     core::Millis w = core::kNoTime;
     if (spi_exec("SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
-                 "USING (source_id) WHERE a.aggregation_id = $1",
+                 "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
                  {arg_int32(def.id)}) > 0 && !spi_isnull(0, 1))
         w = *spi_int64(0, 1);
 
@@ -71,17 +80,11 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
         for (std::size_t i = 0; i < def.aggregates.size(); ++i)
             if (def.aggregates[i].column == col) {
                 source_of[c] = static_cast<int>(i);
-                switch (core::column_type(def.aggregates[i].fn)) {
-                case core::ColumnType::BigInt: want = INT8OID; break;
-                case core::ColumnType::Double: want = FLOAT8OID; break;
-                case core::ColumnType::Numeric: want = NUMERICOID; break;
-                }
+                want = sink_column_type(core::column_type(def.aggregates[i].fn));
             }
         if (want != InvalidOid && att->atttypid != want)
-            throw Error("42804", "column \"" + col + "\" of the given row type does not have the sink's type");
+            throw Error(sqlstate::kDatatypeMismatch, "column \"" + col + "\" of the given row type does not have the sink's type");
     }
-    const bool session = def.spec.kind == core::WindowKind::Session;
-    (void)session;
     for (const auto& r : rows) {
         std::vector<Datum> values(natts, (Datum)0);
         std::vector<bool> nulls(natts, true);

@@ -24,10 +24,13 @@
 #include <tuple>
 #include <vector>
 
+#include <malloc.h>
 #include <pthread.h>
 
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/limits.hpp"
 #include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/rows.hpp"
 #include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/spi.hpp"
 #include "stoatflow/pg/worker.hpp"
@@ -76,6 +79,10 @@ constexpr std::size_t kPollBatch = 10000;
 // the retry loop with backoff do the waiting.
 constexpr int kKafkaTimeoutMs = 2000;
 constexpr core::Millis kMaxBackoffMs = 30000;
+// A broker error shows as status 'error' while it is this recent and nothing was consumed since.
+constexpr core::Millis kBrokerErrorShownMs = 30000;
+// With no background worker slot free, the launcher tries again this often.
+constexpr core::Millis kWorkerSlotRetryMs = 10000;
 
 volatile sig_atomic_t got_sigterm = 0;
 
@@ -130,9 +137,35 @@ void wait_ms(long ms) {
 }
 
 bool extension_present() {
-    spi_exec("SELECT to_regclass('stoatflow.source') IS NOT NULL");
+    spi_exec("SELECT pg_catalog.to_regclass('stoatflow.source') IS NOT NULL");
     return *spi_bool(0, 1);
 }
+
+// The worker runs as the bootstrap superuser: right after connecting it pins its own path, so
+// nothing a database or role setting puts on search_path can shadow a function or operator its
+// SQL uses (SPEC 10). PGC_S_OVERRIDE also outranks any later SET by code it runs.
+void pin_search_path() {
+    SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+// Bytes of heap the process has allocated (every malloc arena: PostgreSQL's memory contexts,
+// the engines, librdkafka's buffers).
+std::int64_t heap_bytes() {
+    const struct mallinfo2 mi = mallinfo2();
+    return static_cast<std::int64_t>(mi.uordblks + mi.hblkhd);
+}
+
+// stoatflow.source_status: the worker's status, or the launcher's word that it cannot start one.
+void write_source_status(std::int32_t source_id, const std::string& status, const std::string& error) {
+    spi_exec("INSERT INTO stoatflow.source_status (source_id, status, last_error, updated_at) "
+             "SELECT $1, $2, CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $3 END, pg_catalog.now() "
+             "WHERE EXISTS (SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1) "
+             "ON CONFLICT (source_id) DO UPDATE SET status = EXCLUDED.status, "
+             "last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at",
+             {arg_int32(source_id), arg_text(status), arg_text(error)});
+}
+
+std::string megabytes(std::int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; }
 
 // ---------------------------------------------------------------------------------
 // Consuming while a commit is written
@@ -280,12 +313,14 @@ private:
         offsets_moved_ = false;
         status_moved_ = true;
         last_progress_at_ = wall_now();
-        set_status("running", last_kafka_error_);
+        // After a failure the status stays 'error' until a commit succeeds (no flapping).
+        if (!failed_) set_status("running", last_kafka_error_);
         return Start::Started;
     }
 
     void step() {
         const core::Millis now = wall_now();
+        if (over_memory_limit(now)) return;
         bool progress = consume(kPollTimeoutMs, now);
         // Partitions that have never delivered a record but now have some waiting hold the
         // watermark again, so a burst on one partition cannot make the others late.
@@ -322,8 +357,9 @@ private:
             last_error_at_ = now;
         }
         if (progress) last_progress_at_ = now;
-        const bool failing = last_error_at_ > last_progress_at_ && now - last_error_at_ < 30000;
-        set_status(failing ? "error" : "running", last_kafka_error_);
+        const bool failing = last_error_at_ > last_progress_at_ && now - last_error_at_ < kBrokerErrorShownMs;
+        if (failing) set_status("error", last_kafka_error_);
+        else if (!failed_) set_status("running", last_kafka_error_);
 
         pg_call([] {
             if (ConfigReloadPending) {
@@ -333,7 +369,8 @@ private:
         });
         const core::CommitPolicy policy{commit_interval_ms, catchup_commit_interval_ms};
         if (policy.due(wall_now() - last_commit_, pipeline_->records_since_commit(), pipeline_->pending_changes(),
-                       waiting))
+                       waiting) ||
+            pipeline_->sink_retry_due(wall_now()))
             commit(false);
     }
 
@@ -379,7 +416,7 @@ private:
         }
         const core::Millis w = pipeline_->watermark().current();
         const bool changed = pipeline_->records_since_commit() > 0 || offsets_moved_ || w != committed_w_ ||
-                             status_moved_;
+                             status_moved_ || pipeline_->sink_retry_due(wall_now());
         last_commit_ = wall_now();
         bool rebuild = false;
         if (changed) {
@@ -409,6 +446,10 @@ private:
         } else if (!final) {
             in_transaction([&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
         }
+        if (failed_) {  // a commit went through: the failure is over
+            failed_ = false;
+            set_status("running", "");
+        }
         // Aggregations added or dropped (or the source gone): start over from what is committed.
         if (rebuild && !final) {
             pipeline_.reset();
@@ -417,13 +458,14 @@ private:
     }
 
     std::string aggregation_signature() {
-        spi_exec("SELECT coalesce(string_agg(aggregation_id::text, ',' ORDER BY aggregation_id), '') "
-                 "FROM stoatflow.aggregation WHERE source_id = $1",
+        spi_exec("SELECT coalesce(pg_catalog.string_agg(aggregation_id::pg_catalog.text, ',' ORDER BY aggregation_id), '') "
+                 "FROM stoatflow.aggregation WHERE source_id OPERATOR(pg_catalog.=) $1",
                  {arg_int32(source_id_)});
         return *spi_text(0, 1);
     }
     bool source_exists() {
-        return spi_exec("SELECT 1 FROM stoatflow.source WHERE source_id = $1", {arg_int32(source_id_)}) > 0;
+        return spi_exec("SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1",
+                        {arg_int32(source_id_)}) > 0;
     }
 
     void log_commit(std::int64_t seq, const CommitCounts& c, double ms) {
@@ -456,7 +498,7 @@ private:
         }
         if (parts.empty()) return;
         spi_exec("INSERT INTO stoatflow.partition_status (source_id, partition, high_watermark, idle, updated_at) "
-                 "SELECT $1, p, h, i, now() FROM unnest($2, $3, $4) AS u(p, h, i) "
+                 "SELECT $1, p, h, i, pg_catalog.now() FROM " + unnest_rows(3, 2) + " AS u(p, h, i) "
                  "ON CONFLICT (source_id, partition) DO UPDATE SET high_watermark = EXCLUDED.high_watermark, "
                  "idle = EXCLUDED.idle, updated_at = EXCLUDED.updated_at",
                  {arg_int32(source_id_), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
@@ -470,27 +512,65 @@ private:
         try {
             in_transaction([&] {
                 if (!extension_present()) return;
-                spi_exec("INSERT INTO stoatflow.source_status (source_id, status, last_error, updated_at) "
-                         "SELECT $1, $2, nullif($3, ''), now() WHERE EXISTS "
-                         "(SELECT 1 FROM stoatflow.source WHERE source_id = $1) "
-                         "ON CONFLICT (source_id) DO UPDATE SET status = EXCLUDED.status, "
-                         "last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at",
-                         {arg_int32(source_id_), arg_text(status), arg_text(error)});
-                if (status == "running")
-                    spi_exec("UPDATE stoatflow.aggregation_progress p SET last_error = NULL FROM stoatflow.aggregation a "
-                             "WHERE a.aggregation_id = p.aggregation_id AND a.source_id = $1 AND p.last_error IS NOT NULL",
-                             {arg_int32(source_id_)});
-                if (status == "error" && !error.empty())
-                    spi_exec("UPDATE stoatflow.aggregation_progress p SET last_error = $2 FROM stoatflow.aggregation a "
-                             "WHERE a.aggregation_id = p.aggregation_id AND a.source_id = $1",
-                             {arg_int32(source_id_), arg_text(error)});
+                write_source_status(source_id_, status, error);
             });
         } catch (const std::exception&) {
             // Status is best effort; the error itself is logged by fail().
         }
     }
 
+    // stoatflow.worker_memory_limit (SPEC 10): past it, commit what was consumed and stop
+    // consuming, with a status naming the limit and the aggregation holding the most state,
+    // until the limit is raised (SIGHUP) or aggregations change. A bounded stop beats the
+    // kernel's OOM killer, which would make the postmaster restart every session.
+    bool over_memory_limit(core::Millis now) {
+        if (now - memory_checked_at_ < kMemoryCheckIntervalMs) return memory_blocked_;
+        memory_checked_at_ = now;
+        const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
+        const std::int64_t used = heap_bytes();
+        if (limit <= 0 || used <= limit) {
+            if (memory_blocked_) {
+                memory_blocked_ = false;
+                set_status("running", "");
+            }
+            return false;
+        }
+        if (!memory_blocked_) {
+            commit(false);
+            if (!pipeline_) return true;  // aggregations changed: rebuilt from the committed state
+            std::string biggest;
+            std::size_t most = 0;
+            for (const auto& a : pipeline_->aggregation_memory())
+                if (a.second >= most) most = a.second, biggest = a.first;
+            const std::string msg = "worker memory " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
+                                    megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +
+                                    "\" holds the most state (about " + megabytes(static_cast<std::int64_t>(most)) +
+                                    "). Raise the limit and reload, or drop or re-declare that aggregation.";
+            pg_call([&] { ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str()))); });
+            memory_blocked_ = true;
+            set_status("error", msg);
+        }
+        // Consume nothing; keep looking for a reload or changed aggregations.
+        wait_ms(kIdleCheckMs);
+        pg_call([] {
+            if (ConfigReloadPending) {
+                ConfigReloadPending = false;
+                ProcessConfigFile(PGC_SIGHUP);
+            }
+        });
+        bool rebuild = false;
+        in_transaction([&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
+        if (rebuild) {
+            pipeline_.reset();
+            consumer_.reset();
+            memory_blocked_ = false;
+        }
+        return true;
+    }
+
     void fail(const std::string& what) {
+        failed_ = true;
+        memory_blocked_ = false;
         pipeline_.reset();
         consumer_.reset();
         const std::string msg = what;
@@ -513,6 +593,9 @@ private:
     bool offsets_moved_ = false;
     bool status_moved_ = false;
     bool eof_seen_ = false;
+    bool failed_ = false;          // since the last failure, no commit has succeeded yet
+    bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
+    core::Millis memory_checked_at_ = 0;
     std::string last_kafka_error_;
     core::Millis last_error_at_ = 0, last_progress_at_ = 0;
 };
@@ -522,6 +605,7 @@ private:
 
 struct Running {
     BackgroundWorkerHandle* handle = nullptr;
+    bool waiting = false;  // no worker slot was free (status waiting_for_worker shown)
     core::Millis next_start = 0;
     core::Millis started_at = 0;
     int failures = 0;
@@ -549,9 +633,26 @@ void start_worker(std::int32_t id, const std::string& name, Running& r) {
     if (ok) {
         r.handle = handle;
         r.started_at = wall_now();
-    } else {
-        pg_call([] { elog(WARNING, "stoatflow: no background worker slot free (max_worker_processes)"); });
-        r.next_start = wall_now() + 10000;
+        r.waiting = false;
+        return;
+    }
+    r.next_start = wall_now() + kWorkerSlotRetryMs;
+    if (r.waiting) return;  // said once; looked at again every kWorkerSlotRetryMs
+    r.waiting = true;
+    const std::string source = name;
+    pg_call([&] {
+        ereport(WARNING, (errmsg("stoatflow: no background worker slot is free for source \"%s\"", source.c_str()),
+                          errhint("Each source needs one background worker, the launcher one more: raise "
+                                  "max_worker_processes (and restart the server).")));
+    });
+    try {
+        in_transaction([&] {
+            write_source_status(id, "waiting_for_worker",
+                                "no background worker slot is free: each source needs one, plus one for the "
+                                "launcher; raise max_worker_processes and restart the server");
+        });
+    } catch (const std::exception&) {
+        // best effort, like every status
     }
 }
 
@@ -567,7 +668,7 @@ void run_launcher() {
         try {
             in_transaction([&] {
                 if (!extension_present()) return;
-                const auto n = spi_exec("SELECT source_id, source_name FROM stoatflow.source");
+                const auto n = spi_exec("SELECT source_id, source_name FROM stoatflow.source ORDER BY source_id");
                 for (std::uint64_t r = 0; r < n; ++r)
                     sources[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_text(r, 2);
             });
@@ -578,7 +679,11 @@ void run_launcher() {
         const core::Millis now = wall_now();
         for (auto it = workers.begin(); it != workers.end();) {
             if (!sources.count(it->first)) {
-                if (it->second.handle) pg_call([&] { TerminateBackgroundWorker(it->second.handle); });
+                if (it->second.handle)
+                    pg_call([&] {
+                        TerminateBackgroundWorker(it->second.handle);
+                        pfree(it->second.handle);
+                    });
                 it = workers.erase(it);
             } else {
                 ++it;
@@ -593,6 +698,7 @@ void run_launcher() {
                     if (now - r.started_at > 60000) r.failures = 0;
                     continue;
                 }
+                pg_call([&] { pfree(r.handle); });
                 r.handle = nullptr;  // exited or crashed: restart with backoff
                 r.failures = std::min(r.failures + 1, 6);
                 r.next_start = now + std::min<core::Millis>(kMaxBackoffMs, 500LL << r.failures);
@@ -659,6 +765,7 @@ void stoatflow_launcher_main(Datum) {
     pqsignal(SIGTERM, handle_sigterm);
     BackgroundWorkerUnblockSignals();
     BackgroundWorkerInitializeConnection(database_name, nullptr, 0);
+    pin_search_path();
     pgstat_report_appname("stoatflow launcher");
     cpp_call([] { run_launcher(); });
     proc_exit(0);
@@ -669,6 +776,7 @@ void stoatflow_source_worker_main(Datum arg) {
     pqsignal(SIGTERM, handle_sigterm);
     BackgroundWorkerUnblockSignals();
     BackgroundWorkerInitializeConnection(database_name, nullptr, 0);
+    pin_search_path();
     const int32 id = DatumGetInt32(arg);
     cpp_call([id] { SourceWorker(id).run(); });
     proc_exit(0);

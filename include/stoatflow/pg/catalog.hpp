@@ -23,6 +23,8 @@ struct SourceDef {
     core::Millis idle_timeout = 0;  // 0: never idle
     std::string start_offset;
     std::vector<std::pair<std::string, std::string>> kafka_options;
+    std::size_t max_key_bytes = 0;               // stoatflow.max_key_bytes when loaded; 0: unlimited
+    core::Millis future_limit = core::kNoTime;   // kNoTime: no check
 };
 
 struct AggregationDef {
@@ -33,7 +35,9 @@ struct AggregationDef {
     core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
     core::Millis retention = 0;
     core::Millis segment_interval = 0;
-    Oid sink = InvalidOid;
+    Oid sink = InvalidOid;        // as recorded; see resolve_sink()
+    std::string sink_schema;      // the sink's name, to find it again after a re-creation
+    std::string sink_table;
     Oid owner = InvalidOid;
 };
 

@@ -85,6 +85,12 @@ void capture_current_exception(ErrorData* report) noexcept;
 // Runs fn(arg) with PostgreSQL errors trapped; an ERROR becomes a thrown PgError.
 void run_trapped(void (*fn)(void*), void* arg);
 
+// Raises ERROR (42501) inside a security-restricted operation: user code the worker runs as
+// an aggregation's owner (sink triggers, constraints, defaults) must not reach stoatflow's
+// functions, whose idea of "the caller" would be the worker's superuser (SPEC 10). Called
+// before any C++ object exists, so the longjmp skips nothing.
+void refuse_in_restricted_operation();
+
 }  // namespace detail
 
 // C++ -> PG guard. Returns what f returns; every exception becomes a PostgreSQL ERROR raised
@@ -132,7 +138,8 @@ auto pg_call(F&& f) -> decltype(f()) {
 }  // namespace stoatflow::pg
 
 // Declares a SQL-callable function `name` (C linkage, V1 calling convention) whose body, written
-// right after the macro, runs as C++ inside cpp_call:
+// right after the macro, runs as C++ inside cpp_call (and never inside a security-restricted
+// operation):
 //
 //   STOATFLOW_FUNCTION(stoatflow_version) { return CStringGetTextDatum(...); }
 //
@@ -143,6 +150,7 @@ auto pg_call(F&& f) -> decltype(f()) {
     extern "C" {                                                                                   \
     PG_FUNCTION_INFO_V1(name);                                                                     \
     Datum name(PG_FUNCTION_ARGS) {                                                                 \
+        ::stoatflow::pg::detail::refuse_in_restricted_operation();                                 \
         return ::stoatflow::pg::cpp_call([fcinfo]() -> Datum { return name##_body(fcinfo); });     \
     }                                                                                              \
     }                                                                                              \

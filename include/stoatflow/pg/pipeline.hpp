@@ -33,6 +33,7 @@ struct Segment {
     core::Millis start = 0;
     core::Millis span = 0;
     std::string relname;
+    Oid relid = InvalidOid;  // looked up when first written, if not recorded
 };
 
 // Everything one commit makes durable, taken from the pipeline at one instant (pure C++
@@ -109,6 +110,14 @@ public:
         for (const auto& a : aggs_) n += a.engine->pending_changes();
         return n;
     }
+    // An aggregation owes its sink windows and may try again now: worth a commit of its own.
+    bool sink_retry_due(core::Millis now) const {
+        for (const auto& a : aggs_)
+            if (a.sink_owed && now >= a.sink_retry_at) return true;
+        return false;
+    }
+    // Per aggregation: name and the memory its engine holds (estimated), for the memory limit.
+    std::vector<std::pair<std::string, std::size_t>> aggregation_memory() const;
     std::int64_t dead_letters_since_commit() const { return static_cast<std::int64_t>(dead_.size()); }
 
     struct Aggregation {
@@ -121,15 +130,18 @@ public:
         core::AggregationStats base;   // counters committed before this pipeline started
         std::int64_t state_rows = 0, state_bytes = 0;
         core::Millis freshness_lag = -1;  // of the last commit that closed windows
-        std::string upsert_sql, delete_sql;
+        // The sink failed: what it is owed waits in the outbox, retried from sink_retry_at.
+        bool sink_owed = false;
+        std::string sink_error;
+        std::int64_t sink_retry_ms = 0;
+        core::Millis sink_retry_at = 0;
     };
-    const std::vector<Aggregation>& aggregations() const { return aggs_; }
 
 private:
     void write_aggregation(Aggregation& agg, const CommitSnapshot::Aggregation& a, const CommitSnapshot& snap,
                            CommitCounts& counts);
     void write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows, std::int64_t seq);
-    void write_sink(Aggregation& agg, const core::CommitOutput& out);
+    void write_sink(Aggregation& agg, const core::CommitOutput& out, core::Millis now);
     void expire_segments(Aggregation& agg, core::Millis frontier);
     Segment& segment_for(Aggregation& agg, core::Millis start);
 

@@ -17,12 +17,25 @@ constexpr int kCatchupCommitIntervalMaxMs = 60 * 60 * 1000;
 
 // stoatflow.log_commits: one LOG line per commit (what it wrote, how long it took) (SIGHUP).
 
+// stoatflow.max_key_bytes: a record whose grouping key is longer is a dead letter (key_too_long)
+// instead of an index entry the sink's B-tree cannot hold (a B-tree row must fit a third of
+// a page: 2,704 bytes with the window start) (SIGHUP; a worker reads it when it starts).
+constexpr int kMaxKeyBytesDefault = 1024;
+constexpr int kMaxKeyBytesMin = 1;
+constexpr int kMaxKeyBytesMax = 2048;
+
+// stoatflow.worker_memory_limit, in kB: past it a source worker stops consuming (status
+// 'error') instead of growing until the kernel's OOM killer restarts the whole server. 0: none.
+constexpr int kWorkerMemoryLimitDefaultKb = 1024 * 1024;  // 1 GB
+
 // stoatflow.database: the database the background worker connects to (postmaster start).
 constexpr const char* kDatabaseDefault = "postgres";
 
 extern int commit_interval_ms;
 extern int catchup_commit_interval_ms;
 extern bool log_commits;
+extern int max_key_bytes;
+extern int worker_memory_limit_kb;
 extern char* database_name;
 
 // Defines the settings above; called once from _PG_init.

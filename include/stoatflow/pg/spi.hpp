@@ -81,21 +81,15 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::
 // other error also rolls it back, then propagates.
 bool in_subtransaction(const char* tolerated, const std::function<void()>& f);
 
-// Runs f with the current user switched to `role` (sink writes run as the aggregation's
-// owner) and restores the previous user also when f throws.
-template <class F>
-void as_role(Oid role, F&& f) {
-    Oid saved_user;
-    int saved_ctx;
-    GetUserIdAndSecContext(&saved_user, &saved_ctx);
-    SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE);
-    try {
-        f();
-    } catch (...) {
-        SetUserIdAndSecContext(saved_user, saved_ctx);
-        throw;
-    }
-    SetUserIdAndSecContext(saved_user, saved_ctx);
-}
+// Like in_subtransaction, but any PostgreSQL or stoatflow error rolls the subtransaction back
+// and is returned as its message (empty: f succeeded). Other exceptions (bad_alloc) propagate.
+std::string try_in_subtransaction(const std::function<void()>& f);
+
+// Runs f as `role` the way PostgreSQL runs a table owner's code (REFRESH MATERIALIZED VIEW,
+// index builds): SECURITY_RESTRICTED_OPERATION, a GUC nest level rolled back afterwards (a
+// trigger's set_config() does not outlive it), search_path = pg_catalog, pg_temp and a bounded
+// lock_timeout inside it (a lock held on a sink cannot stall the worker). The previous user and
+// settings are restored also when f throws.
+void run_as_owner(Oid role, const std::function<void()>& f);
 
 }  // namespace stoatflow::pg

@@ -1,0 +1,547 @@
+-- stoatflow 0.1 -> 0.2 (ALTER EXTENSION stoatflow UPDATE; CREATE EXTENSION at 0.2 runs the 0.1
+-- script, then this one). 0.1 is released: its script is never edited, every change is here.
+\echo Use "ALTER EXTENSION stoatflow UPDATE TO '0.2'" to load this file. \quit
+
+------------------------------------------------------------------------------------------
+-- Catalog
+------------------------------------------------------------------------------------------
+
+-- future_limit (SPEC 10): records dated further ahead of the server clock are dead letters.
+-- Sources declared under 0.1 get the new default too: a broken producer clock must not close
+-- every window of a running pipeline.
+ALTER TABLE stoatflow.source ADD COLUMN future_limit_ms bigint;
+UPDATE stoatflow.source SET future_limit_ms = 86400000;
+-- kafka_options with secrets masked, written when the source is declared: the views read this
+-- column and need no function a reader would have to be allowed to execute.
+ALTER TABLE stoatflow.source ADD COLUMN kafka_options_masked jsonb;
+
+-- The sink's name, to find it again once it was dropped and created anew (the id changes).
+ALTER TABLE stoatflow.aggregation ADD COLUMN sink_schema text, ADD COLUMN sink_table text;
+UPDATE stoatflow.aggregation a SET sink_schema = n.nspname, sink_table = c.relname
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.oid = a.sink;
+
+-- Segment tables by id: stoatflow.stats sizes them with pg_total_relation_size(relid), which is
+-- NULL for a segment dropped meanwhile instead of an error, and needs no schema privilege.
+ALTER TABLE stoatflow.segment ADD COLUMN relid oid;
+UPDATE stoatflow.segment SET relid = pg_catalog.to_regclass('stoatflow_state.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(relname));
+
+-- Windows a failing sink is owed (SPEC 10 isolation): the newest operation per window, written
+-- in the same transaction as the aggregation's state, drained into the sink once it takes rows.
+CREATE TABLE stoatflow.sink_outbox (
+    aggregation_id integer NOT NULL REFERENCES stoatflow.aggregation ON DELETE CASCADE,
+    key            text NOT NULL,
+    window_start   bigint NOT NULL,
+    window_end     bigint NOT NULL,
+    event_time     bigint NOT NULL,
+    state          bytea,
+    final          boolean NOT NULL,
+    removed        boolean NOT NULL,             -- the sink row must be deleted
+    PRIMARY KEY (aggregation_id, key, window_start)
+);
+REVOKE ALL ON stoatflow.sink_outbox FROM PUBLIC;
+ALTER TABLE stoatflow.aggregation_progress ADD COLUMN sink_owed bigint NOT NULL DEFAULT 0;
+
+------------------------------------------------------------------------------------------
+-- Helpers. Internal functions (names starting with "_") are not executable by PUBLIC; the
+-- functions that need the extension owner's rights are SECURITY DEFINER with a pinned
+-- search_path; every stoatflow C function refuses to run inside a security-restricted
+-- operation (code the worker runs as an aggregation's owner).
+------------------------------------------------------------------------------------------
+
+-- The one secret rule lives in C++ (stoatflow::kafka::is_secret_option).
+CREATE OR REPLACE FUNCTION stoatflow._is_secret_option(name text)
+RETURNS boolean LANGUAGE C IMMUTABLE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__is_secret_option';
+
+UPDATE stoatflow.source SET kafka_options_masked = stoatflow._mask_options(kafka_options);
+ALTER TABLE stoatflow.source ALTER COLUMN kafka_options_masked SET NOT NULL;
+
+-- The schemas of the caller's search_path (for create_aggregation, which pins its own).
+CREATE FUNCTION stoatflow._caller_search_path()
+RETURNS text[] LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow__caller_search_path';
+
+-- Window definitions are built and validated in C++ (no helper a caller would need).
+CREATE OR REPLACE FUNCTION stoatflow.tumbling(size interval, grace interval DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'stoatflow_tumbling';
+CREATE OR REPLACE FUNCTION stoatflow.hopping(size interval, advance interval, grace interval DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'stoatflow_hopping';
+CREATE OR REPLACE FUNCTION stoatflow.sliding(time_difference interval, grace interval DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'stoatflow_sliding';
+CREATE OR REPLACE FUNCTION stoatflow.session(inactivity_gap interval, grace interval DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'stoatflow_session';
+DROP FUNCTION stoatflow._make_window(text, interval, interval, interval);
+
+------------------------------------------------------------------------------------------
+-- Sources
+------------------------------------------------------------------------------------------
+
+DROP FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb);
+CREATE FUNCTION stoatflow.create_source(
+    source_name          text,
+    topic                text,
+    brokers              text,
+    format               text     DEFAULT 'json',
+    key                  text     DEFAULT NULL,
+    event_time           text     DEFAULT NULL,
+    max_out_of_orderness interval DEFAULT '10 seconds',
+    idle_timeout         interval DEFAULT NULL,
+    start_offset         text     DEFAULT 'earliest',
+    kafka_options        jsonb    DEFAULT '{}',
+    future_limit         interval DEFAULT '1 day')
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    caller   regrole := stoatflow._invoking_role();
+    ooo_ms   bigint := stoatflow._interval_ms(max_out_of_orderness, 'max_out_of_orderness');
+    idle_ms  bigint := stoatflow._interval_ms(idle_timeout, 'idle_timeout');
+    fut_ms   bigint := stoatflow._interval_ms(future_limit, 'future_limit');
+BEGIN
+    PERFORM stoatflow._check_name('source', source_name);
+    IF EXISTS (SELECT 1 FROM stoatflow.source s WHERE s.source_name = create_source.source_name) THEN
+        RAISE EXCEPTION 'source "%" already exists', source_name
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Choose another name, or drop it first with stoatflow.drop_source().';
+    END IF;
+    IF topic IS NULL OR topic !~ '^[A-Za-z0-9._-]{1,249}$' THEN
+        RAISE EXCEPTION 'invalid Kafka topic name "%"', topic
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Kafka topic names use letters, digits, ".", "_" and "-" (at most 249).';
+    END IF;
+    IF format IS DISTINCT FROM 'json' THEN
+        RAISE EXCEPTION 'unknown format "%"', format
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'The supported format is ''json'' (one JSON object per message).';
+    END IF;
+    IF start_offset IS NULL OR start_offset NOT IN ('earliest', 'latest') THEN
+        RAISE EXCEPTION 'unknown start_offset "%"', start_offset
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''earliest'' or ''latest''.';
+    END IF;
+    IF ooo_ms IS NULL OR ooo_ms < 0 THEN
+        RAISE EXCEPTION 'max_out_of_orderness must be zero or positive'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF idle_ms IS NOT NULL AND idle_ms <= 0 THEN
+        RAISE EXCEPTION 'idle_timeout must be positive (or NULL for never)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF fut_ms IS NOT NULL AND fut_ms < 0 THEN
+        RAISE EXCEPTION 'future_limit must be zero or positive (or NULL for no check)'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF kafka_options IS NULL OR jsonb_typeof(kafka_options) <> 'object' THEN
+        RAISE EXCEPTION 'kafka_options must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'For example: ''{"security.protocol": "SASL_SSL"}''.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jsonb_each(kafka_options) e(k, v)
+                WHERE jsonb_typeof(v) NOT IN ('string', 'number', 'boolean')) THEN
+        RAISE EXCEPTION 'kafka_options values must be strings, numbers or booleans'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    PERFORM stoatflow._check_kafka_config(brokers,
+        (SELECT array_agg(k ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)),
+        (SELECT array_agg(v #>> '{}' ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)));
+    IF key IS NOT NULL THEN
+        PERFORM stoatflow._parse_aggregates(format('min(%L)', key));
+    END IF;
+    IF event_time IS NOT NULL THEN
+        PERFORM stoatflow._parse_aggregates(format('min(%L)', event_time));
+    END IF;
+
+    PERFORM stoatflow._wake_launcher();
+    INSERT INTO stoatflow.source (source_name, topic, brokers, format, key_path, event_time_path,
+        max_out_of_orderness_ms, idle_timeout_ms, start_offset, kafka_options, created_by,
+        future_limit_ms, kafka_options_masked)
+    VALUES (source_name, topic, brokers, format, key, event_time, ooo_ms, idle_ms, start_offset,
+        kafka_options, caller, fut_ms, stoatflow._mask_options(kafka_options));
+END $$;
+
+-- Dropping a source is for superusers and the role that created it; with cascade, the caller
+-- must also own every aggregation it would drop (as drop_aggregation requires).
+CREATE OR REPLACE FUNCTION stoatflow.drop_source(source_name text, "cascade" boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    caller regrole := stoatflow._invoking_role();
+    src    record;
+    aggs   text;
+    others text;
+BEGIN
+    SELECT s.source_id, s.created_by INTO src FROM stoatflow.source s
+     WHERE s.source_name = drop_source.source_name;
+    IF src.source_id IS NULL THEN
+        RAISE EXCEPTION 'source "%" does not exist', source_name USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT pg_has_role(caller, src.created_by, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of source %', source_name
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Only superusers and the role that created a source may drop it.';
+    END IF;
+    SELECT string_agg(a.aggregation_name, ', ' ORDER BY a.aggregation_name),
+           string_agg(a.aggregation_name, ', ' ORDER BY a.aggregation_name)
+               FILTER (WHERE NOT pg_has_role(caller, a.owner, 'MEMBER'))
+      INTO aggs, others
+      FROM stoatflow.aggregation a WHERE a.source_id = src.source_id;
+    IF aggs IS NOT NULL THEN
+        IF NOT "cascade" THEN
+            RAISE EXCEPTION 'source "%" is still used by aggregations: %', source_name, aggs
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = 'Drop those aggregations first, or call drop_source(name, cascade => true).';
+        END IF;
+        IF others IS NOT NULL THEN
+            RAISE EXCEPTION 'must be owner of aggregations % to drop source "%" with cascade', others, source_name
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'Their owners (or a superuser) must drop them first.';
+        END IF;
+        PERFORM stoatflow._drop_aggregation_unchecked(a.aggregation_id, false)
+           FROM stoatflow.aggregation a WHERE a.source_id = src.source_id;
+    END IF;
+    PERFORM stoatflow._wake_launcher();
+    DELETE FROM stoatflow.source WHERE source_id = src.source_id;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Aggregations
+------------------------------------------------------------------------------------------
+
+-- SECURITY DEFINER with a pinned path; an unqualified sink name still means what it means to
+-- the caller: it is looked up along the caller's search_path (_caller_search_path).
+DROP FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval);
+CREATE FUNCTION stoatflow.create_aggregation(
+    aggregation_name text,
+    source           text,
+    "window"         stoatflow."window",
+    aggregates       text,
+    sink             text,
+    emit             text     DEFAULT 'on_window_update',
+    retention        interval DEFAULT NULL)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    path   text[] := stoatflow._caller_search_path();
+    parts  text[];
+    sch    text;
+    s      text;
+BEGIN
+    IF sink IS NULL OR sink = '' THEN
+        RAISE EXCEPTION 'sink must name a table' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    parts := parse_ident(sink);
+    IF array_length(parts, 1) > 2 THEN
+        RAISE EXCEPTION 'sink "%" has too many dotted names', sink
+            USING ERRCODE = 'invalid_name', HINT = 'Use table or schema.table.';
+    END IF;
+    IF array_length(parts, 1) = 2 THEN
+        sch := parts[1];
+    ELSE
+        FOREACH s IN ARRAY path LOOP
+            IF to_regclass(format('%I.%I', s, parts[1])) IS NOT NULL THEN
+                sch := s;
+                EXIT;
+            END IF;
+        END LOOP;
+        sch := coalesce(sch, path[1]);
+        IF sch IS NULL THEN
+            RAISE EXCEPTION 'no schema has been selected to create the sink "%" in', sink
+                USING ERRCODE = 'invalid_schema_name', HINT = 'Schema-qualify the sink name.';
+        END IF;
+    END IF;
+    PERFORM stoatflow._create_aggregation(aggregation_name, source, "window", aggregates, sch,
+        parts[array_length(parts, 1)], emit, retention);
+END $$;
+
+CREATE OR REPLACE FUNCTION stoatflow._create_aggregation(
+    aggregation_name text, source text, win stoatflow."window", aggregates text,
+    sink_schema text, sink_table text, emit text, retention interval)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    owner_role  regrole := stoatflow._invoking_role();
+    src_id      integer;
+    size_ms     bigint;
+    advance_ms  bigint;
+    grace_ms    bigint;
+    chk         record;
+    fns text[]; fields text[]; cols text[]; types text[];
+    sink_oid    oid;
+    sink_name   text := format('%I.%I', sink_schema, sink_table);
+    used_by     text;
+    col         record;
+    coldefs     text;
+    i           integer;
+BEGIN
+    PERFORM stoatflow._check_name('aggregation', aggregation_name);
+    -- PostgreSQL would truncate longer names, and two sinks could become one (SPEC 10).
+    IF octet_length(sink_schema) > 63 OR octet_length(sink_table) > 63 THEN
+        RAISE EXCEPTION 'sink name "%" is too long', sink_name
+            USING ERRCODE = 'name_too_long',
+                  HINT = 'Schema and table names may have at most 63 bytes; PostgreSQL would truncate them.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name) THEN
+        RAISE EXCEPTION 'aggregation "%" already exists', aggregation_name
+            USING ERRCODE = 'duplicate_object',
+                  HINT = 'Choose another name, or drop it first with stoatflow.drop_aggregation().';
+    END IF;
+    SELECT s.source_id INTO src_id FROM stoatflow.source s WHERE s.source_name = source;
+    IF src_id IS NULL THEN
+        RAISE EXCEPTION 'source "%" does not exist', source
+            USING ERRCODE = 'undefined_object', HINT = 'Create it with stoatflow.create_source().';
+    END IF;
+    IF win IS NULL OR win.kind IS NULL THEN
+        RAISE EXCEPTION 'window must not be NULL'
+            USING ERRCODE = 'null_value_not_allowed',
+                  HINT = 'Use stoatflow.tumbling(), hopping(), sliding() or session().';
+    END IF;
+    IF emit IS NULL OR emit NOT IN ('on_window_update', 'on_window_close') THEN
+        RAISE EXCEPTION 'unknown emit strategy "%"', emit
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use ''on_window_update'' (a row per change, final when closed) or ''on_window_close'' (one final row per window).';
+    END IF;
+    IF win.kind NOT IN ('tumbling', 'hopping', 'sliding', 'session') THEN
+        RAISE EXCEPTION 'unknown window kind "%"', win.kind USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'Use stoatflow.tumbling(), hopping(), sliding() or session().';
+    END IF;
+    size_ms := stoatflow._interval_ms(win.size, 'window size');
+    advance_ms := CASE win.kind WHEN 'tumbling' THEN size_ms
+                                WHEN 'hopping' THEN stoatflow._interval_ms(win.advance, 'advance')
+                                ELSE 0 END;
+    grace_ms := stoatflow._interval_ms(win.grace, 'grace');
+    SELECT * INTO chk FROM stoatflow._check_window(win.kind, size_ms, advance_ms, grace_ms,
+        stoatflow._interval_ms(retention, 'retention'));
+    IF aggregates IS NULL THEN
+        RAISE EXCEPTION 'aggregates must not be NULL' USING ERRCODE = 'null_value_not_allowed',
+            HINT = 'For example: ''count(*) AS views, sum(amount) AS revenue''.';
+    END IF;
+    SELECT array_agg(p.fn), array_agg(p.field), array_agg(p.column_name), array_agg(p.column_type)
+      INTO fns, fields, cols, types FROM stoatflow._parse_aggregates(aggregates) p;
+
+    -- The sink: an existing table must have the right shape and be writable by the owner;
+    -- a new one is created in a schema where the owner may create tables.
+    sink_oid := to_regclass(sink_name);
+    IF sink_oid IS NOT NULL THEN
+        IF (SELECT relkind FROM pg_class WHERE oid = sink_oid) NOT IN ('r', 'p') THEN
+            RAISE EXCEPTION 'sink "%" is not a table', sink_name USING ERRCODE = 'wrong_object_type',
+                HINT = 'A sink must be an ordinary or partitioned table (not a view or foreign table).';
+        END IF;
+        -- (a comma list would ask for any one of them: each is required)
+        IF NOT (has_table_privilege(owner_role, sink_oid, 'SELECT')
+                AND has_table_privilege(owner_role, sink_oid, 'INSERT')
+                AND has_table_privilege(owner_role, sink_oid, 'UPDATE')
+                AND has_table_privilege(owner_role, sink_oid, 'DELETE')) THEN
+            RAISE EXCEPTION 'permission denied for sink table %', sink_name
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = format('Role %s needs SELECT, INSERT, UPDATE and DELETE on the sink.', owner_role);
+        END IF;
+        SELECT string_agg(a.aggregation_name, ', ') INTO used_by
+          FROM stoatflow.aggregation a WHERE a.sink = sink_oid;
+        IF used_by IS NOT NULL THEN
+            RAISE EXCEPTION 'sink "%" is already written by aggregation %', sink_name, used_by
+                USING ERRCODE = 'duplicate_object', HINT = 'Give each aggregation a sink of its own.';
+        END IF;
+        FOR col IN
+            SELECT c.name, c.type FROM unnest(
+                ARRAY['key', 'window_start', 'window_end'] || cols || ARRAY['event_time', 'final'],
+                ARRAY['text', 'timestamp with time zone', 'timestamp with time zone'] || types
+                    || ARRAY['timestamp with time zone', 'boolean']) AS c(name, type)
+        LOOP
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = sink_oid
+                             AND a.attname = col.name AND a.attnum > 0 AND NOT a.attisdropped) THEN
+                RAISE EXCEPTION 'sink "%" has no column "%"', sink_name, col.name
+                    USING ERRCODE = 'datatype_mismatch',
+                          HINT = format('Add it as %s, or let create_aggregation create the sink.', col.type);
+            END IF;
+            IF (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a
+                 WHERE a.attrelid = sink_oid AND a.attname = col.name) <> col.type THEN
+                RAISE EXCEPTION 'sink "%" column "%" has type %, expected %', sink_name, col.name,
+                    (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
+                      WHERE a.attrelid = sink_oid AND a.attname = col.name), col.type
+                    USING ERRCODE = 'datatype_mismatch';
+            END IF;
+        END LOOP;
+        IF NOT EXISTS (
+            SELECT 1 FROM pg_index x
+             WHERE x.indrelid = sink_oid AND x.indisunique AND x.indnkeyatts = 2
+               AND x.indexprs IS NULL AND x.indpred IS NULL
+               AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
+                      FROM unnest(x.indkey) WITH ORDINALITY k(attnum, ord)
+                      JOIN pg_attribute a ON a.attrelid = sink_oid AND a.attnum = k.attnum)
+                   = ARRAY['key', 'window_start']) THEN
+            RAISE EXCEPTION 'sink "%" needs a primary key on (key, window_start)', sink_name
+                USING ERRCODE = 'invalid_table_definition',
+                      HINT = 'Every write is an upsert on (key, window_start).';
+        END IF;
+    ELSE
+        IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = sink_schema) THEN
+            RAISE EXCEPTION 'schema "%" does not exist', sink_schema USING ERRCODE = 'invalid_schema_name',
+                HINT = 'create_aggregation creates a missing sink table, never a schema: CREATE SCHEMA first.';
+        END IF;
+        IF NOT has_schema_privilege(owner_role, sink_schema, 'CREATE') THEN
+            RAISE EXCEPTION 'permission denied to create sink table % in schema %', sink_name, sink_schema
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        coldefs := '';
+        FOR i IN 1 .. array_length(cols, 1) LOOP
+            coldefs := coldefs || format('%I %s, ', cols[i], types[i]);
+        END LOOP;
+        EXECUTE format('CREATE TABLE %s (key text NOT NULL, window_start timestamptz NOT NULL, '
+                       'window_end timestamptz NOT NULL, %s event_time timestamptz NOT NULL, '
+                       'final boolean NOT NULL DEFAULT false, PRIMARY KEY (key, window_start)) '
+                       -- room on each page, so rewriting a window is a HOT update (no index entry)
+                       'WITH (fillfactor = 70)',
+                       sink_name, coldefs);
+        EXECUTE format('ALTER TABLE %s OWNER TO %s', sink_name, owner_role);
+        sink_oid := to_regclass(sink_name);
+        EXECUTE format('COMMENT ON TABLE %s IS %L', sink_name,
+            format('stoatflow sink of aggregation %s: %s over %s', aggregation_name, aggregates, source));
+    END IF;
+
+    INSERT INTO stoatflow.aggregation (aggregation_name, source_id, kind, size_ms, advance_ms,
+        grace_ms, aggregates, agg_functions, agg_fields, agg_columns, sink, emit, retention_ms,
+        segment_interval_ms, owner, sink_schema, sink_table)
+    VALUES (aggregation_name, src_id, win.kind, size_ms, advance_ms, grace_ms, aggregates, fns,
+        fields, cols, sink_oid, emit, chk.retention_ms, chk.segment_interval_ms, owner_role,
+        sink_schema, sink_table);
+    INSERT INTO stoatflow.aggregation_progress (aggregation_id)
+    SELECT a.aggregation_id FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name;
+END $$;
+
+-- drop_aggregation checks the caller first (and so refuses inside a security-restricted
+-- operation before it touches anything).
+CREATE OR REPLACE FUNCTION stoatflow.drop_aggregation(aggregation_name text, drop_sink boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    caller  regrole := stoatflow._invoking_role();
+    agg     record;
+BEGIN
+    SELECT a.aggregation_id, a.owner, a.sink INTO agg FROM stoatflow.aggregation a
+     WHERE a.aggregation_name = drop_aggregation.aggregation_name;
+    IF agg.aggregation_id IS NULL THEN
+        RAISE EXCEPTION 'aggregation "%" does not exist', aggregation_name USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT pg_has_role(caller, agg.owner, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of aggregation %', aggregation_name
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF drop_sink AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = agg.sink)
+       AND NOT pg_has_role(caller, (SELECT c.relowner FROM pg_class c WHERE c.oid = agg.sink), 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of table % to drop it', agg.sink::regclass
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    PERFORM stoatflow._drop_aggregation_unchecked(agg.aggregation_id, drop_sink);
+END $$;
+
+-- Rewrites the sink from the state tables (SPEC 10): every window still within retention.
+CREATE FUNCTION stoatflow.resync_sink(aggregation_name text)
+RETURNS bigint LANGUAGE C VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow_resync_sink';
+COMMENT ON FUNCTION stoatflow.resync_sink(text) IS
+    'Rewrites every window still within retention from the state tables into the sink; returns the rows written.';
+
+-- The C functions that read catalog tables as the extension owner pin their path too.
+ALTER FUNCTION stoatflow.wait_caught_up(text, interval) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION stoatflow.window_state(text, anyelement) SET search_path = pg_catalog, pg_temp;
+
+-- process_records: callable by those it is granted to (superusers by default), through the
+-- internal _process_messages, which PUBLIC cannot execute.
+CREATE OR REPLACE FUNCTION stoatflow.process_records(source text, records jsonb,
+    OUT processed bigint, OUT dead_letters bigint, OUT watermark timestamptz)
+RETURNS record LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    caller regrole := stoatflow._invoking_role();
+BEGIN
+    IF records IS NULL OR jsonb_typeof(records) <> 'array' THEN
+        RAISE EXCEPTION 'records must be a JSON array' USING ERRCODE = 'invalid_parameter_value',
+            HINT = 'For example: ''[{"value": {"user_id": "u1", "ts": 1000}}]''.';
+    END IF;
+    IF EXISTS (SELECT 1 FROM jsonb_array_elements(records) r
+                WHERE jsonb_typeof(r) <> 'object' OR NOT (r ? 'value' OR r ? 'raw')) THEN
+        RAISE EXCEPTION 'each record must be an object with "value" or "raw"'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT m.processed, m.dead_letters, m.watermark INTO processed, dead_letters, watermark
+      FROM stoatflow._process_messages(source,
+        ARRAY(SELECT coalesce((r->>'partition')::integer, 0) FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i),
+        ARRAY(SELECT r->>'key' FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i),
+        ARRAY(SELECT (r->>'timestamp')::bigint FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i),
+        ARRAY(SELECT CASE WHEN r ? 'raw' THEN r->>'raw' ELSE (r->'value')::text END
+                FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i)) m;
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Observability: the views need no helper function (a reader may execute none of them), and
+-- a segment dropped while stats is read is simply not counted.
+------------------------------------------------------------------------------------------
+
+DROP VIEW stoatflow.sources;
+CREATE VIEW stoatflow.sources AS
+SELECT s.source_name, s.topic, s.brokers,
+       coalesce(st.status, 'stopped') AS status, st.last_error,
+       po.partition, po.next_offset AS committed_offset,
+       ps.high_watermark,
+       CASE WHEN ps.high_watermark IS NOT NULL AND po.next_offset IS NOT NULL
+            THEN greatest(ps.high_watermark - po.next_offset, 0) END AS lag,
+       coalesce(ps.idle, false) AS idle,
+       timestamptz 'epoch' + pr.watermark_ms * interval '1 millisecond' AS watermark,
+       pr.committed_at AS last_commit_at,
+       s.kafka_options_masked AS kafka_options
+  FROM stoatflow.source s
+  LEFT JOIN stoatflow.source_status st ON st.source_id = s.source_id
+  LEFT JOIN stoatflow.source_progress pr ON pr.source_id = s.source_id
+  LEFT JOIN stoatflow.partition_offset po ON po.source_id = s.source_id
+  LEFT JOIN stoatflow.partition_status ps ON ps.source_id = s.source_id AND ps.partition = po.partition;
+
+DROP VIEW stoatflow.stats;
+CREATE VIEW stoatflow.stats AS
+SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
+       p.records_in,
+       p.dropped_late_window, p.dropped_late_session,
+       p.dropped_late_window + p.dropped_late_session AS dropped_late,
+       (SELECT count(*) FROM stoatflow.dead_letters d WHERE d.source_name = s.source_name) AS dead_letters,
+       p.open_windows, p.keys_with_open_windows,
+       p.windows_emitted, p.windows_reemitted, p.sessions_merged,
+       p.last_commit_at,
+       timestamptz 'epoch' + pr.watermark_ms * interval '1 millisecond' AS watermark,
+       timestamptz 'epoch' + p.emit_frontier_ms * interval '1 millisecond' AS emit_frontier,
+       (SELECT count(*) FROM stoatflow.segment g WHERE g.aggregation_id = a.aggregation_id) AS live_segments,
+       (SELECT coalesce(sum(pg_total_relation_size(g.relid)), 0)::bigint
+          FROM stoatflow.segment g WHERE g.aggregation_id = a.aggregation_id) AS state_bytes,
+       p.state_rows_written, p.state_bytes_written,
+       p.freshness_lag_ms * interval '1 millisecond' AS freshness_lag,
+       p.last_error,
+       CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END AS status,
+       p.sink_owed
+  FROM stoatflow.aggregation a
+  JOIN stoatflow.source s ON s.source_id = a.source_id
+  LEFT JOIN stoatflow.aggregation_progress p ON p.aggregation_id = a.aggregation_id
+  LEFT JOIN stoatflow.source_progress pr ON pr.source_id = a.source_id;
+
+GRANT SELECT ON stoatflow.sources, stoatflow.stats TO PUBLIC;
+
+------------------------------------------------------------------------------------------
+-- Privileges: nothing internal is executable by PUBLIC.
+------------------------------------------------------------------------------------------
+REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._interval_ms(interval, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._ms_interval(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._ms_timestamptz(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._check_window(text, bigint, bigint, bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._parse_aggregates(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._invoking_role() FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._check_name(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._wake_launcher() FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._is_secret_option(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._mask_options(jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._caller_search_path() FROM PUBLIC;
