@@ -93,10 +93,14 @@ fi
 step "faults: kill -9, immediate restart, broker outage, SIGTERM" bash test/faults/run.sh
 
 # (g) benchmarks build and run in a smoke size (their numbers mean nothing here; see
-# BENCHMARKS.md for real runs)
+# BENCHMARKS.md for real runs). The JSON output is checked: every workload ran, and every
+# *_commit_* variant flushed mid-stream (state_rows/iter > 0; the flush interval scales
+# with BENCH_SCALE).
 bench_smoke() {
     cmake --build build -j"$jobs" --target stoatflow_engine_bench stoatflow-raw-consume
-    BENCH_SCALE=0.005 ./build/stoatflow_engine_bench --benchmark_report_aggregates_only=true
+    BENCH_SCALE=0.005 ./build/stoatflow_engine_bench --benchmark_report_aggregates_only=true \
+        --benchmark_out=build/engine_bench_smoke.json --benchmark_out_format=json
+    python3 bench/check_engine_smoke.py build/engine_bench_smoke.json
 }
 if [ -x build/stoatflow-mock-broker ]; then
     step "bench: engine benchmark smoke" bench_smoke
