@@ -16,6 +16,8 @@ SET timezone = 'UTC';
 
 SELECT stoatflow.create_source('pv', 'e2e_pageviews', :'brokers', key => 'user', event_time => 'ts',
     max_out_of_orderness => '10 seconds');
+-- one transaction: the worker sees all four aggregations at once (each from the first record)
+BEGIN;
 SELECT stoatflow.create_aggregation('pv_tumbling', 'pv', stoatflow.tumbling('5 minutes'),
     'count(*) AS views, sum(amount) AS revenue', 'e2e_tumbling');
 SELECT stoatflow.create_aggregation('pv_hopping', 'pv', stoatflow.hopping('10 minutes', '5 minutes'),
@@ -24,6 +26,7 @@ SELECT stoatflow.create_aggregation('pv_sliding', 'pv', stoatflow.sliding('5 min
     'count(*) AS views', 'e2e_sliding');
 SELECT stoatflow.create_aggregation('pv_session', 'pv', stoatflow.session('5 minutes'),
     'count(*) AS views, sum(amount) AS revenue', 'e2e_session', emit => 'on_window_close');
+COMMIT;
 SELECT stoatflow.wait_caught_up('pv', '60 seconds');
 
 -- W = 10:31:00 (partition 1) … but partition 0 ends at 10:30:00: W = 10:30:00 − 10 s
@@ -48,7 +51,7 @@ SELECT key, window_start, views, revenue, final FROM e2e_tumbling WHERE key = 'u
 -- the source and its partitions, as the worker reports them
 SELECT source_name, status, partition, committed_offset, high_watermark, lag FROM stoatflow.sources
  WHERE source_name = 'pv' ORDER BY partition;
-SELECT backend_type FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow%' ORDER BY 1;
+SELECT backend_type FROM pg_stat_activity WHERE backend_type IN ('stoatflow launcher', 'stoatflow source pv') ORDER BY 1;
 
 -- An idle partition holds the watermark back; idle_timeout releases it.
 -- Partition 0 runs to 100 s, partition 1 stops at 5 s.

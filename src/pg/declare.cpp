@@ -103,7 +103,53 @@ std::string field_path_of(Node* arg) {
 
 }  // namespace
 
+namespace {
+// PostgreSQL's scanner truncates identifiers longer than NAMEDATALEN - 1 bytes (with a NOTICE);
+// two long aliases could become one column. Refuse them before the parser sees them (SPEC 10).
+void refuse_long_identifiers(const std::string& text) {
+    const auto too_long = [](const std::string& name) {
+        throw Error(sqlstate::kNameTooLong,
+                    "identifier \"" + name + "\" is longer than " + std::to_string(kMaxNameBytes) + " bytes",
+                    "PostgreSQL would truncate it; use a shorter name.");
+    };
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    while (i < n) {
+        const char c = text[i];
+        if (c == '\'') {  // a string literal ('' escapes a quote): not a name
+            for (++i; i < n; ++i)
+                if (text[i] == '\'') {
+                    if (i + 1 < n && text[i + 1] == '\'') ++i;
+                    else break;
+                }
+            ++i;
+        } else if (c == '"') {
+            std::string name;
+            for (++i; i < n; ++i) {
+                if (text[i] == '"') {
+                    if (i + 1 < n && text[i + 1] == '"') name += text[++i];
+                    else break;
+                } else {
+                    name += text[i];
+                }
+            }
+            ++i;
+            if (name.size() > kMaxNameBytes) too_long(name);
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80) {
+            const std::size_t start = i;
+            while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '$' ||
+                             static_cast<unsigned char>(text[i]) >= 0x80))
+                ++i;
+            if (i - start > kMaxNameBytes) too_long(text.substr(start, i - start));
+        } else {
+            ++i;
+        }
+    }
+}
+}  // namespace
+
 std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& list) {
+    refuse_long_identifiers(list);
     const std::string sql = "SELECT " + list;
     List* stmts = pg_call([&] { return raw_parser(sql.c_str(), RAW_PARSE_DEFAULT); });
     if (list_length(stmts) != 1) bad_aggregates("the aggregate list must be one list of aggregates");

@@ -267,6 +267,20 @@ private:
     Start start() {
         pipeline_.reset();
         consumer_.reset();
+        // A new library over an old catalog (before ALTER EXTENSION stoatflow UPDATE): wait,
+        // touching nothing, until the catalog is the one this library was built for.
+        std::string installed;
+        in_transaction([&] {
+            if (spi_exec("SELECT extversion FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) "
+                         "'stoatflow'") > 0)
+                installed = spi_text(0, 1).value_or("");
+        });
+        if (installed != STOATFLOW_VERSION) {
+            set_status("error", "the stoatflow library is version " STOATFLOW_VERSION
+                                " but the extension in this database is version " +
+                                    installed + ": run ALTER EXTENSION stoatflow UPDATE");
+            return Start::NoAggregations;
+        }
         std::optional<SourceDef> src;
         std::vector<AggregationDef> aggs;
         in_transaction([&] {
