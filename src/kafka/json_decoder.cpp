@@ -288,6 +288,12 @@ const char* to_string(DecodeError e) {
         return "non_numeric_value";
     case DecodeError::InvalidText:
         return "invalid_text";
+    case DecodeError::KeyTooLong:
+        return "key_too_long";
+    case DecodeError::TimeInFuture:
+        return "time_in_future";
+    case DecodeError::ValueOutOfRange:
+        return "value_out_of_range";
     }
     return "unknown";
 }
@@ -375,6 +381,9 @@ struct JsonDecoder::Impl {
     std::string detail;
 
     explicit Impl(DecoderConfig c) : cfg(std::move(c)) {
+        if (cfg.future_limit != core::kNoTime && cfg.future_limit < 0)
+            throw Error(sqlstate::kInvalidParameterValue, "future_limit must not be negative",
+                        "Use NULL for no limit, or an interval of zero or more.");
         nodes.emplace_back();
         key_slot = add_path(cfg.key_path);
         time_slot = add_path(cfg.time_path);
@@ -650,6 +659,13 @@ struct JsonDecoder::Impl {
                 break;
             }
         }
+        if (cfg.max_key_bytes != 0 && text.size() > cfg.max_key_bytes) {
+            detail = "the key is " + std::to_string(text.size()) +
+                     " bytes, longer than max_key_bytes " + std::to_string(cfg.max_key_bytes) +
+                     ": ";
+            append_excerpt(detail, text);
+            return DecodeError::KeyTooLong;
+        }
         if (auto e = check_key_text(text); e != DecodeError::None) return e;
         out.assign(text.data(), text.size());
         return DecodeError::None;
@@ -716,6 +732,18 @@ struct JsonDecoder::Impl {
         return DecodeError::None;
     }
 
+    // After take_time: the time is in the event time range, so t − now cannot overflow for
+    // any wall clock inside it either; a clock outside it (a test's) is widened first.
+    DecodeError check_future(Millis t, Millis now) {
+        if (cfg.future_limit == core::kNoTime || now == core::kNoTime) return DecodeError::None;
+        const __int128 ahead = static_cast<__int128>(t) - now;
+        if (ahead <= cfg.future_limit) return DecodeError::None;
+        detail = "event time " + std::to_string(t) + " ms is " + core::int128_to_string(ahead) +
+                 " ms ahead of the server clock (" + std::to_string(now) +
+                 " ms), more than future_limit " + std::to_string(cfg.future_limit) + " ms";
+        return DecodeError::TimeInFuture;
+    }
+
     DecodeError take_values(std::vector<core::Value>& out) {
         out.resize(value_slots.size());
         for (std::size_t i = 0; i < value_slots.size(); ++i) {
@@ -755,12 +783,14 @@ JsonDecoder& JsonDecoder::operator=(JsonDecoder&&) noexcept = default;
 const std::string& JsonDecoder::detail() const { return impl_->detail; }
 
 DecodeError JsonDecoder::decode(const char* payload, std::size_t len, const char* key,
-                                std::size_t key_len, core::Millis kafka_ts, Decoded& out) {
+                                std::size_t key_len, core::Millis kafka_ts, core::Millis now,
+                                Decoded& out) {
     Impl& d = *impl_;
     d.detail.clear();
     DecodeError e = d.parse(payload, len);
     if (e == DecodeError::None) e = d.take_key(key, key_len, out.key);
     if (e == DecodeError::None) e = d.take_time(kafka_ts, out.time);
+    if (e == DecodeError::None) e = d.check_future(out.time, now);
     if (e == DecodeError::None) e = d.take_values(out.values);
     return e;
 }
