@@ -484,9 +484,11 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
         out.upserts.reserve(out.upserts.size() + dirty_count_);
     auto close = [&](KeyIt kit, WindowState* ws, Millis end) {
         if (ws && !ws->closed && ws->end == end) {
-            // A closed window's state is never read again (restore skips windows the
-            // committed W has closed), except a sliding window's: later windows derive from it.
-            if (ws->dirty && spec_.kind == WindowKind::Sliding) state_row(kit->first, *ws, out);
+            // Every window the sink receives has its state row, written in the same commit
+            // unless an earlier one already holds this very version: the state tables then
+            // hold every window within retention, and the sink can be rewritten from them.
+            // (Restore still skips closed windows, except sliding ones later windows derive from.)
+            if (ws->dirty || !ws->persisted) state_row(kit->first, *ws, out);
             ws->dirty = false;
             emit_row(kit->first, *ws, true, out);
             ws->closed = true;

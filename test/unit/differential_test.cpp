@@ -449,6 +449,7 @@ Outcome run_case(const Case& c) {
         KeyNames names;
         Sink sink;
         std::set<RowKey> ever_upserted;
+        std::map<RowKey, core::WindowStateRow> newest_state;  // state tables, newest version
         std::int64_t total_upserts = 0;
         core::CommitOutput out;
         RefRows ref_rows;  // buffers reused across commits
@@ -462,7 +463,24 @@ Outcome run_case(const Case& c) {
             if (restarts)
                 for (const core::WindowStateRow& st : out.state)
                     persisted[std::make_tuple(st.segment, names.id(st.key), st.start)] = st;
+            for (const core::WindowStateRow& st : out.state) {
+                const RowKey k{names.id(st.key), st.start};
+                if (st.removed)
+                    newest_state.erase(k);
+                else
+                    newest_state[k] = st;
+            }
             std::string bad;
+            // Every window written to the sink has its state row (this commit's or an
+            // earlier one holding the same version): the sink can be rebuilt from state.
+            for (const core::SinkRow& u : out.upserts) {
+                auto it = newest_state.find(RowKey{names.id(u.key), u.start});
+                if (it == newest_state.end() || it->second.end != u.end ||
+                    it->second.event_time != u.event_time ||
+                    !(it->second.cells == std::vector<core::AggCell>(u.cells)))
+                    bad += "    upsert without its state row: key=" + u.key +
+                           " start=" + std::to_string(u.start) + '\n';
+            }
             for (const core::SinkDelete& d : out.deletes) {
                 ++res.deletes;
                 const RowKey k{names.id(d.key), d.start};
