@@ -38,14 +38,17 @@ constexpr int kMaxDepth = 1000;
 
 // What the walk found at one configured path. Absent until the path is seen.
 enum class Seen : std::uint8_t { Absent, Null, Bool, String, Number, Object, Array };
-// How a number reads as C++: exactly as int64, as a (finite) double, or neither.
-enum class NumKind : std::uint8_t { Int, Double, Overflow };
+// How a number reads as C++: exactly as int64, exactly as __int128 (an integer of at most
+// 38 digits beyond int64), as a (finite) double, or neither.
+enum class NumKind : std::uint8_t { Int, Big, Double, Overflow };
 
 struct Slot {
     Seen seen = Seen::Absent;
     bool boolean = false;
     NumKind num = NumKind::Int;
+    bool integer = false;  // Number: an integer token (no fraction, no exponent)
     std::int64_t i = 0;
+    __int128 big = 0;
     double d = 0;
     // String: the unescaped text (in the parser's string buffer); Number: the token as written.
     std::string_view text;
@@ -107,6 +110,17 @@ bool integer_token_to_int64(std::string_view t, std::int64_t& out) {
     }
     out = neg ? static_cast<std::int64_t>(~v + 1) : static_cast<std::int64_t>(v);
     return true;
+}
+
+// Digits of an integer token (grammar already checked: no leading zeros).
+std::size_t integer_digits(std::string_view t) { return t.size() - (t.front() == '-' ? 1 : 0); }
+
+// An integer token of at most kMaxExactIntegerDigits digits as __int128 (always fits).
+__int128 integer_token_to_int128(std::string_view t) {
+    const bool neg = t.front() == '-';
+    __int128 v = 0;
+    for (std::size_t p = neg ? 1 : 0; p < t.size(); ++p) v = v * 10 + (t[p] - '0');
+    return neg ? -v : v;
 }
 
 // A number token (grammar already checked) as the nearest double; false if its magnitude is
@@ -474,8 +488,12 @@ struct JsonDecoder::Impl {
             if (s) {
                 s->seen = Seen::Number;
                 s->text = tok;
+                s->integer = integer;
                 if (integer && integer_token_to_int64(tok, s->i)) {
                     s->num = NumKind::Int;
+                } else if (integer && integer_digits(tok) <= core::kMaxExactIntegerDigits) {
+                    s->num = NumKind::Big;
+                    s->big = integer_token_to_int128(tok);
                 } else {
                     s->num = token_to_double(tok, s->d) ? NumKind::Double : NumKind::Overflow;
                 }
@@ -757,13 +775,23 @@ struct JsonDecoder::Impl {
             case Seen::Number:
                 if (s.num == NumKind::Int) {
                     out[i] = core::Value::of_int(s.i);
+                } else if (s.num == NumKind::Big) {
+                    out[i] = core::Value::of_big(s.big);
+                } else if (s.integer) {
+                    // Sums of integers are exact; one this long cannot be (nor be stored).
+                    field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
+                    append_excerpt(detail, s.text, false);
+                    detail += ", an integer of " + std::to_string(integer_digits(s.text)) +
+                              " digits; at most " + std::to_string(core::kMaxExactIntegerDigits) +
+                              " are summed exactly";
+                    return DecodeError::ValueOutOfRange;
                 } else if (s.num == NumKind::Double) {
                     out[i] = core::Value::of_double(s.d);
                 } else {
-                    field_error(DecodeError::NonNumericValue, cfg.value_paths[i], "");
+                    field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
                     append_excerpt(detail, s.text, false);
                     detail += ", beyond the double precision range";
-                    return DecodeError::NonNumericValue;
+                    return DecodeError::ValueOutOfRange;
                 }
                 break;
             default:

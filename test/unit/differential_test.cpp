@@ -271,7 +271,7 @@ std::string fmt_row(const RowKey& k, const Row& r, const KeyNames& names) {
     if (r.has_cells) {
         o << "  cells(isum,d,n):";
         for (const core::AggCell& c : r.cells)
-            o << " (" << core::int128_to_string(c.isum) << ',' << c.d << ',' << c.n << ')';
+            o << " (" << core::wide_sum_to_string(c.ihi, c.isum) << ',' << c.d << ',' << c.n << ')';
     }
     return o.str();
 }

@@ -32,6 +32,8 @@ std::string show(const Value& v) {
         std::snprintf(buf, sizeof buf, "d:%.17g", v.d);
         return buf;
     }
+    case Value::Kind::BigInt:
+        return "b:" + stoatflow::core::int128_to_string(v.big());
     }
     return "?";
 }
@@ -234,11 +236,20 @@ TEST(JsonDecoder, Values) {
         {"-0", ok("i:0")},
         {"9223372036854775807", ok("i:9223372036854775807")},
         {"-9223372036854775808", ok("i:-9223372036854775808")},
-        // big integers beyond int64 read as doubles
-        {"9223372036854775808", ok("d:9.2233720368547758e+18")},
-        {"-9223372036854775809", ok("d:-9.2233720368547758e+18")},
-        {"18446744073709551616", ok("d:1.8446744073709552e+19")},
-        {"123456789012345678901234567890", ok("d:1.2345678901234568e+29")},
+        // integers beyond int64, up to 38 digits, stay exact (SPEC 10); longer ones are
+        // dead letters, as are numbers beyond the double range
+        {"9223372036854775808", ok("b:9223372036854775808")},
+        {"-9223372036854775809", ok("b:-9223372036854775809")},
+        {"18446744073709551616", ok("b:18446744073709551616")},
+        {"18446744073709551617", ok("b:18446744073709551617")},
+        {"1180591620717411303424", ok("b:1180591620717411303424")},
+        {"123456789012345678901234567890", ok("b:123456789012345678901234567890")},
+        {"99999999999999999999999999999999999999", ok("b:99999999999999999999999999999999999999")},
+        {"-99999999999999999999999999999999999999", ok("b:-99999999999999999999999999999999999999")},
+        {"100000000000000000000000000000000000000", Row{"", DecodeError::ValueOutOfRange}},
+        {"-100000000000000000000000000000000000000", Row{"", DecodeError::ValueOutOfRange}},
+        {"1" + std::string(400, '0'), Row{"", DecodeError::ValueOutOfRange}},
+        {"1e38", ok("d:9.9999999999999998e+37")},  // not an integer token: a double
         {"1.5", ok("d:1.5")},
         {"-0.25", ok("d:-0.25")},
         {"1e2", ok("d:100")},
@@ -250,8 +261,8 @@ TEST(JsonDecoder, Values) {
         {"0.577779223372036854775808777", ok("d:0.57777922337203691")},
         {"1.7976931348623157e308", ok("d:1.7976931348623157e+308")},
         {"null", ok("-")},
-        {"1e400", Row{"", DecodeError::NonNumericValue}},
-        {"-1e309", Row{"", DecodeError::NonNumericValue}},
+        {"1e400", Row{"", DecodeError::ValueOutOfRange}},
+        {"-1e309", Row{"", DecodeError::ValueOutOfRange}},
         {R"("12")", Row{"", DecodeError::NonNumericValue}},
         {"true", Row{"", DecodeError::NonNumericValue}},
         {"false", Row{"", DecodeError::NonNumericValue}},
@@ -427,6 +438,10 @@ TEST(JsonDecoder, Details) {
               R"(field "ts" is not an ISO-8601 time: "2026-02-29T00:00:00Z")");
     EXPECT_EQ(detail_of(R"({"user":{"id":"k"},"ts":1,"amount":1e999})"),
               R"(field "amount" is 1e999, beyond the double precision range)");
+    EXPECT_EQ(detail_of(R"({"user":{"id":"k"},"ts":1,"amount":-)" + std::string(70, '9') + "}"),
+              R"(field "amount" is -)" + std::string(63, '9') +
+                  "..., an integer of 70 digits; at most 38 are summed exactly");
+    EXPECT_STREQ(to_string(DecodeError::ValueOutOfRange), "value_out_of_range");
     EXPECT_EQ(detail_of(R"({"user":{"id":"a\u0000\""},"ts":1})"),
               R"(the key contains a NUL byte: "a\x00\"")");
     EXPECT_EQ(
