@@ -37,10 +37,32 @@ std::size_t WindowedAggregation::keys_with_open_windows() const {
     return n;
 }
 
-std::size_t WindowedAggregation::resident_windows() const {
-    std::size_t n = 0;
-    keys_.for_each([&](const auto& e) { n += e.second.windows.size(); });
-    return n;
+std::size_t WindowedAggregation::memory_bytes() const {
+    // Containers whose capacity is not at hand are counted by size: their slack is at most
+    // their size again (growth by doubling), and every term here is an estimate anyway.
+    constexpr std::size_t kMapNode = 32;  // red-black tree node header (libstdc++)
+    const std::size_t cells =
+        layout_.size() > CellArray::kInline ? layout_.size() * sizeof(AggCell) : 0;
+    return sizeof(*this) + keys_.memory_bytes() + window_capacity_ * sizeof(WindowState) +
+           resident_ * cells + calendar_.size() * (kMapNode + sizeof(Calendar::value_type)) +
+           calendar_entries_ * sizeof(GridClose) +
+           (closes_.size() + evictions_.size()) * sizeof(Pending) +
+           dirty_keys_.capacity() * sizeof(KeyIt) + retractions_.capacity() * sizeof(SinkDelete) +
+           tombstones_.capacity() * sizeof(WindowStateRow);
+}
+
+WindowedAggregation::WindowState& WindowedAggregation::insert_window(KeyIt kit, std::size_t index) {
+    Windows& m = kit->second.windows;
+    const std::size_t before = m.capacity();
+    m.emplace(m.begin() + static_cast<std::ptrdiff_t>(index));
+    window_capacity_ += m.capacity() - before;
+    ++resident_;
+    return m[index];
+}
+
+void WindowedAggregation::erase_key(KeyIt kit) {
+    window_capacity_ -= kit->second.windows.capacity();
+    keys_.erase(kit);
 }
 
 Millis WindowedAggregation::closed_zone(Millis watermark) const {
@@ -89,10 +111,11 @@ WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit, Mi
     const std::size_t i = m.empty() || m.back().start < start ? m.size() : lower_index(m, start);
     assert(i == m.size() || m[i].start != start);
     // A hopping record opens several windows at once: room for them in one allocation.
-    if (m.capacity() == 0 && spec_.kind == WindowKind::Hopping)
+    if (m.capacity() == 0 && spec_.kind == WindowKind::Hopping) {
         m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
-    m.emplace(m.begin() + static_cast<std::ptrdiff_t>(i));
-    return init_window(kit, m[i], start, end);
+        window_capacity_ += m.capacity();
+    }
+    return init_window(kit, insert_window(kit, i), start, end);
 }
 
 WindowedAggregation::WindowState& WindowedAggregation::init_window(KeyIt kit, WindowState& ws,
@@ -123,6 +146,7 @@ void WindowedAggregation::file_grid_close(KeyIt kit, Millis at) {
         last_bucket_at_ = at;
     }
     last_bucket_->push_back(GridClose{kit, at});
+    ++calendar_entries_;
     kit->second.close_at = at;
     ++kit->second.refs;
 }
@@ -141,7 +165,7 @@ void WindowedAggregation::mark_gone(KeyIt kit, WindowState& ws, std::vector<KeyI
 }
 
 void WindowedAggregation::release(KeyIt kit) {
-    if (--kit->second.refs == 0 && kit->second.windows.empty()) keys_.erase(kit);
+    if (--kit->second.refs == 0 && kit->second.windows.empty()) erase_key(kit);
 }
 
 void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
@@ -163,6 +187,7 @@ void WindowedAggregation::remove_window(KeyIt kit, std::size_t index) {
         --kit->second.open;
     }
     m.erase(m.begin() + static_cast<std::ptrdiff_t>(index));
+    --resident_;
 }
 
 // ---------------------------------------------------------------------------------
@@ -213,7 +238,7 @@ void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, 
         process_session(kit, t, values, watermark);
         break;
     }
-    if (kit->second.refs == 0 && kit->second.windows.empty()) keys_.erase(kit);  // all late
+    if (kit->second.refs == 0 && kit->second.windows.empty()) erase_key(kit);  // all late
 }
 
 void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values, Millis w) {
@@ -242,10 +267,11 @@ void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
         if (pos > 0 && m[pos - 1].start == win.start) {
             --pos;
         } else {
-            if (m.capacity() == 0)
+            if (m.capacity() == 0) {
                 m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
-            m.emplace(m.begin() + static_cast<std::ptrdiff_t>(pos));
-            init_window(kit, m[pos], win.start, win.end);
+                window_capacity_ += m.capacity();
+            }
+            init_window(kit, insert_window(kit, pos), win.start, win.end);
         }
         add_to(kit, m[pos], t, values);
     });
@@ -508,6 +534,7 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
         auto bucket = calendar_.begin();
         for (; bucket != calendar_.end() && bucket->first <= watermark; ++bucket) {
             released.reserve(released.size() + bucket->second.size());
+            calendar_entries_ -= bucket->second.size();
             for (const GridClose& c : bucket->second) {
                 KeyState& ks = c.key->second;
                 if (ks.close_at == c.at) {
@@ -555,8 +582,14 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
 
     for (KeyIt kit : compact) {
         Windows& m = kit->second.windows;
-        m.erase(std::remove_if(m.begin(), m.end(), [](const WindowState& ws) { return ws.gone; }),
-                m.end());
+        const auto gone =
+            std::remove_if(m.begin(), m.end(), [](const WindowState& ws) { return ws.gone; });
+        resident_ -= static_cast<std::size_t>(m.end() - gone);
+        m.erase(gone, m.end());
+        if (m.empty()) {  // the key may stay (pending entries name it): give its block back
+            window_capacity_ -= m.capacity();
+            Windows().swap(m);
+        }
         kit->second.has_gone = false;
     }
     for (KeyIt kit : released) release(kit);

@@ -541,6 +541,15 @@ Outcome run_case(const Case& c) {
                        " keys_with_open_windows()=" + std::to_string(eng.keys_with_open_windows()) +
                        ", expected " + std::to_string(open) + " and " + std::to_string(open_keys) +
                        '\n';
+            // The O(1) counters behind resident_windows() and memory_bytes() against a count.
+            std::size_t resident = 0;
+            eng.for_each_window([&](const std::string&, const auto&) { ++resident; });
+            if (resident != eng.resident_windows() ||
+                eng.memory_bytes() < sizeof(core::WindowedAggregation) +
+                                         resident * sizeof(core::WindowedAggregation::WindowState))
+                bad += "    resident_windows()=" + std::to_string(eng.resident_windows()) +
+                       ", counted " + std::to_string(resident) +
+                       "; memory_bytes()=" + std::to_string(eng.memory_bytes()) + '\n';
             const std::string diff = diff_rows(sink, expected, names);
             const std::int64_t late_window =
                 base.dropped_late_window + eng.stats().dropped_late_window;

@@ -117,7 +117,12 @@ public:
     // Windows changed since the last flush (what the next commit will write, at least).
     std::size_t pending_changes() const { return dirty_count_; }
     // Windows held in memory (open ones plus closed ones kept for sliding derivation).
-    std::size_t resident_windows() const;
+    std::size_t resident_windows() const { return resident_; }
+    // An estimate of the heap this engine holds: keys with their bytes, the key table,
+    // windows (the per-key blocks as allocated, cells beyond the inline ones), the close
+    // calendar and heaps, the dirty list and pending retractions. O(1): kept up to date as
+    // memory is taken and given back, for worker_memory_limit (SPEC 10) to check often.
+    std::size_t memory_bytes() const;
 
     // Live (open and retained) windows, for window_state(): calls f(key, state).
     template <class F>
@@ -194,6 +199,10 @@ private:
     void add_to(KeyIt kit, WindowState& ws, Millis t, const Value* values);
     void touch(KeyIt kit, WindowState& ws);
     void remove_window(KeyIt kit, std::size_t index);
+    // Inserts an empty window at index (memory accounted); invalidates references.
+    WindowState& insert_window(KeyIt kit, std::size_t index);
+    // Erases a key that holds no windows and no references (memory accounted).
+    void erase_key(KeyIt kit);
     void schedule_close(KeyIt kit, const WindowState& ws);
     void schedule_eviction(KeyIt kit, const WindowState& ws);
     void file_grid_close(KeyIt kit, Millis at);
@@ -235,6 +244,9 @@ private:
     std::vector<SinkDelete> retractions_;     // session rows to delete at the next commit
     std::vector<WindowStateRow> tombstones_;  // persisted windows that no longer exist
     std::size_t open_windows_ = 0;
+    std::size_t resident_ = 0;          // windows in the keys' blocks
+    std::size_t window_capacity_ = 0;   // WindowState slots allocated across the keys' blocks
+    std::size_t calendar_entries_ = 0;  // GridClose entries filed in calendar_
     AggregationStats stats_;
 };
 
