@@ -72,7 +72,7 @@ void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, st
             const char* p = msgs.data.data() + msgs.offsets[i];
             const std::size_t len = msgs.offsets[i + 1] - msgs.offsets[i];
             kafka::Decoded& d = batch[filled];
-            if (decoder.decode(p, len, nullptr, 0, kNoTime, d) != kafka::DecodeError::None) std::abort();
+            if (decoder.decode(p, len, nullptr, 0, kNoTime, kNoTime, d) != kafka::DecodeError::None) std::abort();
             refs[filled] = {d.key, d.time, d.values.data(), wm.observe(0, d.time)};
             if (++filled == kBatch || i + 1 == msgs.count()) {
                 agg.process_batch(refs.data(), filled);
@@ -120,7 +120,7 @@ void decode_only(benchmark::State& state) {
         kafka::Decoded d;
         for (std::size_t i = 0; i < msgs.count(); ++i) {
             const char* p = msgs.data.data() + msgs.offsets[i];
-            decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, d);
+            decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, kNoTime, d);
             benchmark::DoNotOptimize(d.time);
         }
     }

@@ -18,7 +18,10 @@ void Watermark::assign(std::int32_t partition, bool holds_data) {
     p.holds_data = holds_data && p.max == kNoTime;
     p.caught_up = false;
     p.idle = false;
-    recompute();
+    // No recompute: partitions are assigned one at a time, and after a restore W must not
+    // move on the ones assigned so far while a later one still has data waiting (W would
+    // then pass where it stood before the restart). The next record, tick or caught_up
+    // recomputes with every partition in place.
 }
 
 void Watermark::revoke(std::int32_t partition) {
@@ -59,7 +62,8 @@ void Watermark::caught_up(std::int32_t partition, Millis now) {
 Millis Watermark::tick(Millis now) {
     if (idle_timeout_ > 0) {
         for (auto& [id, p] : parts_) {
-            if (p.caught_up && !p.idle && p.max != kNoTime && now - p.last_activity >= idle_timeout_)
+            if (p.caught_up && !p.idle && p.max != kNoTime &&
+                now - p.last_activity >= idle_timeout_)
                 p.idle = true;
         }
     }
@@ -117,11 +121,13 @@ void Watermark::restore(const std::string& blob) {
     while (is >> item) {
         const auto colon = item.find(':');
         if (colon == std::string::npos)
-            throw Error(sqlstate::kDataCorrupted, "stored watermark is malformed: \"" + blob + "\"");
+            throw Error(sqlstate::kDataCorrupted,
+                        "stored watermark is malformed: \"" + blob + "\"");
         try {
             parts[std::stoi(item.substr(0, colon))].max = std::stoll(item.substr(colon + 1));
         } catch (const std::logic_error&) {
-            throw Error(sqlstate::kDataCorrupted, "stored watermark is malformed: \"" + blob + "\"");
+            throw Error(sqlstate::kDataCorrupted,
+                        "stored watermark is malformed: \"" + blob + "\"");
         }
     }
     w_ = w;

@@ -3,6 +3,7 @@
 #include "stoatflow/core/window_spec.hpp"
 
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/limits.hpp"
 
 #include <algorithm>
 
@@ -10,10 +11,14 @@ namespace stoatflow::core {
 
 const char* to_string(WindowKind kind) {
     switch (kind) {
-    case WindowKind::Tumbling: return "tumbling";
-    case WindowKind::Hopping: return "hopping";
-    case WindowKind::Sliding: return "sliding";
-    case WindowKind::Session: return "session";
+    case WindowKind::Tumbling:
+        return "tumbling";
+    case WindowKind::Hopping:
+        return "hopping";
+    case WindowKind::Sliding:
+        return "sliding";
+    case WindowKind::Session:
+        return "session";
     }
     return "unknown";
 }
@@ -34,9 +39,12 @@ WindowSpec WindowSpec::session(Millis inactivity_gap, Millis grace) {
 namespace {
 const char* length_name(WindowKind kind) {
     switch (kind) {
-    case WindowKind::Sliding: return "time_difference";
-    case WindowKind::Session: return "inactivity_gap";
-    default: return "size";
+    case WindowKind::Sliding:
+        return "time_difference";
+    case WindowKind::Session:
+        return "inactivity_gap";
+    default:
+        return "size";
     }
 }
 
@@ -64,6 +72,14 @@ void WindowSpec::validate() const {
             invalid("hopping window advance must not be larger than its size",
                     "An advance equal to the size is a tumbling window; a larger one would "
                     "leave gaps no window covers.");
+        // Checked after size and advance are bounded, so the quotient cannot overflow.
+        const Millis per_record = (size + advance - 1) / advance;
+        if (per_record > kMaxWindowsPerRecord)
+            invalid("hopping window puts each record into " + std::to_string(per_record) +
+                        " windows (size / advance), more than the limit of " +
+                        std::to_string(kMaxWindowsPerRecord),
+                    "Use a larger advance: at least size / " +
+                        std::to_string(kMaxWindowsPerRecord) + ".");
     } else if (kind == WindowKind::Tumbling && advance != size) {
         invalid("tumbling window advance must equal its size", {});
     }

@@ -28,8 +28,8 @@ const char* to_string(DropReason r) {
 WindowedAggregation::WindowedAggregation(WindowSpec spec, std::vector<AggSpec> aggregates,
                                          EmitStrategy emit, Millis retention)
     : spec_(spec), layout_(normalize_aggregates(std::move(aggregates))), emit_(emit),
-      segments_(resolve_retention((spec.validate(), spec), retention), spec.length()),
-      grid_(spec) {}
+      segments_(resolve_retention((spec.validate(), spec), retention), spec.length()), grid_(spec) {
+}
 
 std::size_t WindowedAggregation::keys_with_open_windows() const {
     std::size_t n = 0;
@@ -37,10 +37,37 @@ std::size_t WindowedAggregation::keys_with_open_windows() const {
     return n;
 }
 
-std::size_t WindowedAggregation::resident_windows() const {
-    std::size_t n = 0;
-    keys_.for_each([&](const auto& e) { n += e.second.windows.size(); });
-    return n;
+std::size_t WindowedAggregation::memory_bytes() const {
+    // Containers whose capacity is not at hand are counted by size: their slack is at most
+    // their size again (growth by doubling), and every term here is an estimate anyway.
+    constexpr std::size_t kMapNode = 32;  // red-black tree node header (libstdc++)
+    const std::size_t cells =
+        layout_.size() > CellArray::kInline ? layout_.size() * sizeof(AggCell) : 0;
+    return sizeof(*this) + keys_.memory_bytes() + window_capacity_ * sizeof(WindowState) +
+           resident_ * cells + calendar_.size() * (kMapNode + sizeof(Calendar::value_type)) +
+           calendar_entries_ * sizeof(GridClose) +
+           (closes_.size() + evictions_.size()) * sizeof(Pending) +
+           dirty_keys_.capacity() * sizeof(KeyIt) + retractions_.capacity() * sizeof(SinkDelete) +
+           tombstones_.capacity() * sizeof(WindowStateRow);
+}
+
+WindowedAggregation::WindowState& WindowedAggregation::insert_window(KeyIt kit, std::size_t index) {
+    Windows& m = kit->second.windows;
+    const std::size_t before = m.capacity();
+    m.emplace(m.begin() + static_cast<std::ptrdiff_t>(index));
+    window_capacity_ += m.capacity() - before;
+    ++resident_;
+    return m[index];
+}
+
+void WindowedAggregation::erase_key(KeyIt kit) {
+    window_capacity_ -= kit->second.windows.capacity();
+    keys_.erase(kit);
+}
+
+Millis WindowedAggregation::closed_zone(Millis watermark) const {
+    // The latest t whose own session [t, t] is closed at W: W ≥ t + 1 + gap + grace.
+    return watermark == kNoTime ? kNoTime : watermark - 1 - spec_.size - spec_.grace;
 }
 
 Millis WindowedAggregation::segment_time(const WindowState& ws) const {
@@ -56,12 +83,14 @@ using Windows = std::vector<WindowedAggregation::WindowState>;
 // Index of the first window with start ≥ s / > s.
 std::size_t lower_index(const Windows& m, Millis s) {
     return static_cast<std::size_t>(
-        std::lower_bound(m.begin(), m.end(), s, [](const auto& w, Millis x) { return w.start < x; }) -
+        std::lower_bound(m.begin(), m.end(), s,
+                         [](const auto& w, Millis x) { return w.start < x; }) -
         m.begin());
 }
 std::size_t upper_index(const Windows& m, Millis s) {
     return static_cast<std::size_t>(
-        std::upper_bound(m.begin(), m.end(), s, [](Millis x, const auto& w) { return x < w.start; }) -
+        std::upper_bound(m.begin(), m.end(), s,
+                         [](Millis x, const auto& w) { return x < w.start; }) -
         m.begin());
 }
 }  // namespace
@@ -76,16 +105,17 @@ WindowedAggregation::WindowState* WindowedAggregation::find_window(KeyIt kit, Mi
     return i < m.size() && m[i].start == start ? &m[i] : nullptr;
 }
 
-WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit,
-                                                                   Millis start, Millis end) {
+WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit, Millis start,
+                                                                   Millis end) {
     Windows& m = kit->second.windows;
     const std::size_t i = m.empty() || m.back().start < start ? m.size() : lower_index(m, start);
     assert(i == m.size() || m[i].start != start);
     // A hopping record opens several windows at once: room for them in one allocation.
-    if (m.capacity() == 0 && spec_.kind == WindowKind::Hopping)
+    if (m.capacity() == 0 && spec_.kind == WindowKind::Hopping) {
         m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
-    m.emplace(m.begin() + static_cast<std::ptrdiff_t>(i));
-    return init_window(kit, m[i], start, end);
+        window_capacity_ += m.capacity();
+    }
+    return init_window(kit, insert_window(kit, i), start, end);
 }
 
 WindowedAggregation::WindowState& WindowedAggregation::init_window(KeyIt kit, WindowState& ws,
@@ -116,6 +146,7 @@ void WindowedAggregation::file_grid_close(KeyIt kit, Millis at) {
         last_bucket_at_ = at;
     }
     last_bucket_->push_back(GridClose{kit, at});
+    ++calendar_entries_;
     kit->second.close_at = at;
     ++kit->second.refs;
 }
@@ -134,7 +165,7 @@ void WindowedAggregation::mark_gone(KeyIt kit, WindowState& ws, std::vector<KeyI
 }
 
 void WindowedAggregation::release(KeyIt kit) {
-    if (--kit->second.refs == 0 && kit->second.windows.empty()) keys_.erase(kit);
+    if (--kit->second.refs == 0 && kit->second.windows.empty()) erase_key(kit);
 }
 
 void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
@@ -156,6 +187,7 @@ void WindowedAggregation::remove_window(KeyIt kit, std::size_t index) {
         --kit->second.open;
     }
     m.erase(m.begin() + static_cast<std::ptrdiff_t>(index));
+    --resident_;
 }
 
 // ---------------------------------------------------------------------------------
@@ -181,7 +213,8 @@ void WindowedAggregation::process_batch(const RecordRef* records, std::size_t n)
             // flags sit at its head, the cells further on)
             if (const auto* e = keys_.peek(hashes[i]); e && !e->second.windows.empty()) {
                 const char* w = reinterpret_cast<const char*>(&e->second.windows.back());
-                for (std::size_t off = 0; off < sizeof(WindowState); off += 64) __builtin_prefetch(w + off);
+                for (std::size_t off = 0; off < sizeof(WindowState); off += 64)
+                    __builtin_prefetch(w + off);
             }
         }
         for (std::size_t i = 0; i < m; ++i) {
@@ -195,15 +228,20 @@ void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, 
     ++stats_.records_in;
     switch (spec_.kind) {
     case WindowKind::Tumbling:
-    case WindowKind::Hopping: process_grid(kit, t, values, watermark); break;
-    case WindowKind::Sliding: process_sliding(kit, t, values, watermark); break;
-    case WindowKind::Session: process_session(kit, t, values, watermark); break;
+    case WindowKind::Hopping:
+        process_grid(kit, t, values, watermark);
+        break;
+    case WindowKind::Sliding:
+        process_sliding(kit, t, values, watermark);
+        break;
+    case WindowKind::Session:
+        process_session(kit, t, values, watermark);
+        break;
     }
-    if (kit->second.refs == 0 && kit->second.windows.empty()) keys_.erase(kit);  // all late
+    if (kit->second.refs == 0 && kit->second.windows.empty()) erase_key(kit);  // all late
 }
 
-void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
-                                       Millis w) {
+void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values, Millis w) {
     Windows& m = kit->second.windows;
     if (spec_.advance == spec_.size) {  // tumbling: one window, usually the key's newest
         const Millis start = floor_to(t, spec_.size);
@@ -229,9 +267,11 @@ void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
         if (pos > 0 && m[pos - 1].start == win.start) {
             --pos;
         } else {
-            if (m.capacity() == 0) m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
-            m.emplace(m.begin() + static_cast<std::ptrdiff_t>(pos));
-            init_window(kit, m[pos], win.start, win.end);
+            if (m.capacity() == 0) {
+                m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
+                window_capacity_ += m.capacity();
+            }
+            init_window(kit, insert_window(kit, pos), win.start, win.end);
         }
         add_to(kit, m[pos], t, values);
     });
@@ -267,15 +307,15 @@ const WindowedAggregation::WindowState* last_in(const Windows& m, Millis lo, Mil
     return nullptr;
 }
 template <class Pred>
-const WindowedAggregation::WindowState* first_in(const Windows& m, Millis lo, Millis hi, Pred pred) {
+const WindowedAggregation::WindowState* first_in(const Windows& m, Millis lo, Millis hi,
+                                                 Pred pred) {
     for (std::size_t i = lower_index(m, lo); i < m.size() && m[i].start <= hi; ++i)
         if (pred(m[i])) return &m[i];
     return nullptr;
 }
 }  // namespace
 
-void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* values,
-                                          Millis w) {
+void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* values, Millis w) {
     const Millis d = spec_.size;
     if (spec_.is_closed(t + 1, w)) {
         ++stats_.dropped_late_window;
@@ -342,11 +382,12 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
 
 // Sessions: a record joins every open session whose [first−gap, last+gap] holds it;
 // they merge into one. A record that joins none starts [t, t] unless that would already
-// be closed (dropped, late_session). A late record — its own [t, t] would be closed —
-// may still land inside an open session, but never extends one backwards: closed
-// sessions before it must stay untouched and keep their sink rows.
-void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* values,
-                                          Millis w) {
+// be closed (dropped, late_session). A record within gap of an open session joins it even
+// when its own [t, t] would be closed, extending it backwards (SPEC 4) — but never over
+// closed history: the sink knows a session by (key, first), so a session reaching back to
+// where a closed one starts would overwrite that closed session's final row. Each session
+// carries a floor it may not extend back to (see WindowState::floor).
+void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* values, Millis w) {
     const Millis gap = spec_.size;
     Windows& m = kit->second.windows;
     std::vector<std::size_t> joined;  // indexes, newest first
@@ -369,13 +410,22 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         WindowState& ws = open_window(kit, t, t + 1);
         layout_.add(ws.cells.data(), values);
         ws.max_time = t;
+        ws.floor = closed_zone(w);
         touch(kit, ws);
         return;
     }
-    const std::size_t keep = joined.back();  // the earliest session survives; the others merge into it
+    const std::size_t keep =
+        joined.back();  // the earliest session survives; the others merge into it
     if (t < m[keep].start && own_closed) {
-        ++stats_.dropped_late_session;
-        return;
+        // Late and extending backwards: not to or past the floor, nor past the last record
+        // of a session before it that W has closed but this commit has not yet let go of.
+        Millis floor = m[keep].floor;
+        for (std::size_t i = 0; i < keep; ++i)
+            if (m[i].closed || spec_.is_closed(m[i].end, w)) floor = std::max(floor, m[i].end - 1);
+        if (t <= floor) {
+            ++stats_.dropped_late_session;
+            return;
+        }
     }
     WindowState merged = std::move(m[keep]);
     // Newest first: removing a window leaves the indexes of the earlier ones valid.
@@ -383,9 +433,15 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         WindowState& other = m[joined[i]];
         layout_.merge(merged.cells.data(), other.cells.data());
         merged.end = std::max(merged.end, other.end);
-        if (other.emitted_start != kNoTime) retractions_.push_back({kit->first, other.emitted_start});
+        if (other.emitted_start != kNoTime)
+            retractions_.push_back({kit->first, other.emitted_start});
         if (other.persisted)
-            tombstones_.push_back({kit->first, other.start, other.end, other.max_time, {}, true,
+            tombstones_.push_back({kit->first,
+                                   other.start,
+                                   other.end,
+                                   other.max_time,
+                                   {},
+                                   true,
                                    segment_time(other)});
         ++stats_.sessions_merged;
         remove_window(kit, joined[i]);
@@ -394,7 +450,12 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
     layout_.add(merged.cells.data(), values);
     if (t < merged.start && merged.persisted) {
         // The session's identity (key, first) moves: the old state rows become stale.
-        tombstones_.push_back({kit->first, merged.start, merged.end, merged.max_time, {}, true,
+        tombstones_.push_back({kit->first,
+                               merged.start,
+                               merged.end,
+                               merged.max_time,
+                               {},
+                               true,
                                segment_time(merged)});
         merged.persisted = false;
     }
@@ -414,10 +475,13 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
                                    CommitOutput& out) {
     if (ws.emitted_start != kNoTime && ws.emitted_start != ws.start)
         out.deletes.push_back({key, ws.emitted_start});
-    out.upserts.push_back(SinkRow{key, ws.start, ws.end, ws.max_time, ws.cells, final, ws.emitted_start == kNoTime});
+    out.upserts.push_back(
+        SinkRow{key, ws.start, ws.end, ws.max_time, ws.cells, final, ws.emitted_start == kNoTime});
     ws.emitted_start = ws.start;
-    if (ws.ever_emitted) ++stats_.windows_reemitted;
-    else ++stats_.windows_emitted;
+    if (ws.ever_emitted)
+        ++stats_.windows_reemitted;
+    else
+        ++stats_.windows_emitted;
     ws.ever_emitted = true;
 }
 
@@ -442,25 +506,35 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     std::vector<KeyIt> released;
     released.reserve(dirty_keys_.size() + 64);
     out.state.reserve(out.state.size() + dirty_count_);
-    if (emit_ == EmitStrategy::OnWindowUpdate) out.upserts.reserve(out.upserts.size() + dirty_count_);
+    if (emit_ == EmitStrategy::OnWindowUpdate)
+        out.upserts.reserve(out.upserts.size() + dirty_count_);
     auto close = [&](KeyIt kit, WindowState* ws, Millis end) {
         if (ws && !ws->closed && ws->end == end) {
-            // A closed window's state is never read again (restore skips windows the
-            // committed W has closed), except a sliding window's: later windows derive from it.
-            if (ws->dirty && spec_.kind == WindowKind::Sliding) state_row(kit->first, *ws, out);
+            // Every window the sink receives has its state row, written in the same commit
+            // unless an earlier one already holds this very version: the state tables then
+            // hold every window within retention, and the sink can be rewritten from them.
+            // (Restore still skips closed windows, except sliding ones later windows derive from.)
+            if (ws->dirty || !ws->persisted) state_row(kit->first, *ws, out);
             ws->dirty = false;
             emit_row(kit->first, *ws, true, out);
             ws->closed = true;
             --open_windows_;
             --kit->second.open;
-            if (spec_.kind == WindowKind::Sliding) schedule_eviction(kit, *ws);
-            else mark_gone(kit, *ws, compact);
+            if (spec_.kind == WindowKind::Sliding)
+                schedule_eviction(kit, *ws);
+            else
+                mark_gone(kit, *ws, compact);
+            // The key's later sessions may never extend back over this one once it is gone.
+            if (spec_.kind == WindowKind::Session)
+                for (WindowState& o : kit->second.windows)
+                    if (o.start > ws->start) o.floor = std::max(o.floor, ws->end - 1);
         }  // else stale: merged away, moved or grown since it was scheduled
     };
     if (watermark != kNoTime) {
         auto bucket = calendar_.begin();
         for (; bucket != calendar_.end() && bucket->first <= watermark; ++bucket) {
             released.reserve(released.size() + bucket->second.size());
+            calendar_entries_ -= bucket->second.size();
             for (const GridClose& c : bucket->second) {
                 KeyState& ks = c.key->second;
                 if (ks.close_at == c.at) {
@@ -508,7 +582,14 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
 
     for (KeyIt kit : compact) {
         Windows& m = kit->second.windows;
-        m.erase(std::remove_if(m.begin(), m.end(), [](const WindowState& ws) { return ws.gone; }), m.end());
+        const auto gone =
+            std::remove_if(m.begin(), m.end(), [](const WindowState& ws) { return ws.gone; });
+        resident_ -= static_cast<std::size_t>(m.end() - gone);
+        m.erase(gone, m.end());
+        if (m.empty()) {  // the key may stay (pending entries name it): give its block back
+            window_capacity_ -= m.capacity();
+            Windows().swap(m);
+        }
         kit->second.has_gone = false;
     }
     for (KeyIt kit : released) release(kit);
@@ -526,6 +607,8 @@ void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     ws.cells = row.cells;
     ws.max_time = row.event_time;
     ws.persisted = true;
+    // Sessions closed before the crash are not restored: everything W had closed is history.
+    ws.floor = closed_zone(watermark);
     // Under on_window_update every committed state version was upserted in the same
     // transaction; under on_window_close only closed windows were written.
     if (emit_ == EmitStrategy::OnWindowUpdate || closed) {

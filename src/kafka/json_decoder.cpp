@@ -38,14 +38,17 @@ constexpr int kMaxDepth = 1000;
 
 // What the walk found at one configured path. Absent until the path is seen.
 enum class Seen : std::uint8_t { Absent, Null, Bool, String, Number, Object, Array };
-// How a number reads as C++: exactly as int64, as a (finite) double, or neither.
-enum class NumKind : std::uint8_t { Int, Double, Overflow };
+// How a number reads as C++: exactly as int64, exactly as __int128 (an integer of at most
+// 38 digits beyond int64), as a (finite) double, or neither.
+enum class NumKind : std::uint8_t { Int, Big, Double, Overflow };
 
 struct Slot {
     Seen seen = Seen::Absent;
     bool boolean = false;
     NumKind num = NumKind::Int;
+    bool integer = false;  // Number: an integer token (no fraction, no exponent)
     std::int64_t i = 0;
+    __int128 big = 0;
     double d = 0;
     // String: the unescaped text (in the parser's string buffer); Number: the token as written.
     std::string_view text;
@@ -107,6 +110,17 @@ bool integer_token_to_int64(std::string_view t, std::int64_t& out) {
     }
     out = neg ? static_cast<std::int64_t>(~v + 1) : static_cast<std::int64_t>(v);
     return true;
+}
+
+// Digits of an integer token (grammar already checked: no leading zeros).
+std::size_t integer_digits(std::string_view t) { return t.size() - (t.front() == '-' ? 1 : 0); }
+
+// An integer token of at most kMaxExactIntegerDigits digits as __int128 (always fits).
+__int128 integer_token_to_int128(std::string_view t) {
+    const bool neg = t.front() == '-';
+    __int128 v = 0;
+    for (std::size_t p = neg ? 1 : 0; p < t.size(); ++p) v = v * 10 + (t[p] - '0');
+    return neg ? -v : v;
 }
 
 // A number token (grammar already checked) as the nearest double; false if its magnitude is
@@ -288,6 +302,12 @@ const char* to_string(DecodeError e) {
         return "non_numeric_value";
     case DecodeError::InvalidText:
         return "invalid_text";
+    case DecodeError::KeyTooLong:
+        return "key_too_long";
+    case DecodeError::TimeInFuture:
+        return "time_in_future";
+    case DecodeError::ValueOutOfRange:
+        return "value_out_of_range";
     }
     return "unknown";
 }
@@ -375,6 +395,9 @@ struct JsonDecoder::Impl {
     std::string detail;
 
     explicit Impl(DecoderConfig c) : cfg(std::move(c)) {
+        if (cfg.future_limit != core::kNoTime && cfg.future_limit < 0)
+            throw Error(sqlstate::kInvalidParameterValue, "future_limit must not be negative",
+                        "Use NULL for no limit, or an interval of zero or more.");
         nodes.emplace_back();
         key_slot = add_path(cfg.key_path);
         time_slot = add_path(cfg.time_path);
@@ -465,8 +488,12 @@ struct JsonDecoder::Impl {
             if (s) {
                 s->seen = Seen::Number;
                 s->text = tok;
+                s->integer = integer;
                 if (integer && integer_token_to_int64(tok, s->i)) {
                     s->num = NumKind::Int;
+                } else if (integer && integer_digits(tok) <= core::kMaxExactIntegerDigits) {
+                    s->num = NumKind::Big;
+                    s->big = integer_token_to_int128(tok);
                 } else {
                     s->num = token_to_double(tok, s->d) ? NumKind::Double : NumKind::Overflow;
                 }
@@ -650,6 +677,13 @@ struct JsonDecoder::Impl {
                 break;
             }
         }
+        if (cfg.max_key_bytes != 0 && text.size() > cfg.max_key_bytes) {
+            detail = "the key is " + std::to_string(text.size()) +
+                     " bytes, longer than max_key_bytes " + std::to_string(cfg.max_key_bytes) +
+                     ": ";
+            append_excerpt(detail, text);
+            return DecodeError::KeyTooLong;
+        }
         if (auto e = check_key_text(text); e != DecodeError::None) return e;
         out.assign(text.data(), text.size());
         return DecodeError::None;
@@ -716,6 +750,18 @@ struct JsonDecoder::Impl {
         return DecodeError::None;
     }
 
+    // After take_time: the time is in the event time range, so t − now cannot overflow for
+    // any wall clock inside it either; a clock outside it (a test's) is widened first.
+    DecodeError check_future(Millis t, Millis now) {
+        if (cfg.future_limit == core::kNoTime || now == core::kNoTime) return DecodeError::None;
+        const __int128 ahead = static_cast<__int128>(t) - now;
+        if (ahead <= cfg.future_limit) return DecodeError::None;
+        detail = "event time " + std::to_string(t) + " ms is " + core::int128_to_string(ahead) +
+                 " ms ahead of the server clock (" + std::to_string(now) +
+                 " ms), more than future_limit " + std::to_string(cfg.future_limit) + " ms";
+        return DecodeError::TimeInFuture;
+    }
+
     DecodeError take_values(std::vector<core::Value>& out) {
         out.resize(value_slots.size());
         for (std::size_t i = 0; i < value_slots.size(); ++i) {
@@ -729,13 +775,23 @@ struct JsonDecoder::Impl {
             case Seen::Number:
                 if (s.num == NumKind::Int) {
                     out[i] = core::Value::of_int(s.i);
+                } else if (s.num == NumKind::Big) {
+                    out[i] = core::Value::of_big(s.big);
+                } else if (s.integer) {
+                    // Sums of integers are exact; one this long cannot be (nor be stored).
+                    field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
+                    append_excerpt(detail, s.text, false);
+                    detail += ", an integer of " + std::to_string(integer_digits(s.text)) +
+                              " digits; at most " + std::to_string(core::kMaxExactIntegerDigits) +
+                              " are summed exactly";
+                    return DecodeError::ValueOutOfRange;
                 } else if (s.num == NumKind::Double) {
                     out[i] = core::Value::of_double(s.d);
                 } else {
-                    field_error(DecodeError::NonNumericValue, cfg.value_paths[i], "");
+                    field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
                     append_excerpt(detail, s.text, false);
                     detail += ", beyond the double precision range";
-                    return DecodeError::NonNumericValue;
+                    return DecodeError::ValueOutOfRange;
                 }
                 break;
             default:
@@ -755,12 +811,14 @@ JsonDecoder& JsonDecoder::operator=(JsonDecoder&&) noexcept = default;
 const std::string& JsonDecoder::detail() const { return impl_->detail; }
 
 DecodeError JsonDecoder::decode(const char* payload, std::size_t len, const char* key,
-                                std::size_t key_len, core::Millis kafka_ts, Decoded& out) {
+                                std::size_t key_len, core::Millis kafka_ts, core::Millis now,
+                                Decoded& out) {
     Impl& d = *impl_;
     d.detail.clear();
     DecodeError e = d.parse(payload, len);
     if (e == DecodeError::None) e = d.take_key(key, key_len, out.key);
     if (e == DecodeError::None) e = d.take_time(kafka_ts, out.time);
+    if (e == DecodeError::None) e = d.check_future(out.time, now);
     if (e == DecodeError::None) e = d.take_values(out.values);
     return e;
 }

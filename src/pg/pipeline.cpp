@@ -24,6 +24,8 @@ kafka::DecoderConfig decoder_config(const SourceDef& src, const std::vector<Aggr
     kafka::DecoderConfig cfg;
     cfg.key_path = src.key_path;
     cfg.time_path = src.event_time_path;
+    cfg.max_key_bytes = src.max_key_bytes;
+    cfg.future_limit = src.future_limit;
     std::set<std::string> seen;
     for (const auto& a : aggs)
         for (const auto& s : a.aggregates)
@@ -136,7 +138,7 @@ void SourcePipeline::restore() {
 
 std::vector<std::pair<std::string, std::size_t>> SourcePipeline::aggregation_memory() const {
     std::vector<std::pair<std::string, std::size_t>> out;
-    for (const auto& a : aggs_) out.emplace_back(a.def.name, a.engine->resident_windows() * 256);
+    for (const auto& a : aggs_) out.emplace_back(a.def.name, a.engine->memory_bytes());
     return out;
 }
 
@@ -159,7 +161,7 @@ void SourcePipeline::process(std::int32_t partition, std::int64_t offset, const 
     next_offsets_[partition] = offset + 1;
     if (staged_ == staged_records_.size()) drain();
     Staged& st = staged_records_[staged_];
-    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, st.record);
+    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, now, st.record);
     if (err != kafka::DecodeError::None) {
         dead_.push_back({partition, offset, kafka::to_string(err), decoder_.detail(),
                          storable_text(payload, len, kDeadLetterPayloadBytes)});

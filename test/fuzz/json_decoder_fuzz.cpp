@@ -4,8 +4,9 @@
 // Oracles: every input is also parsed by the (fully validating) DOM parser. Where DOM accepts
 // the document the decoder must not say invalid_json, and the fields it extracts must match a
 // DOM lookup of the same paths (last duplicate member wins); where DOM rejects it for any reason
-// but an unrepresentable number (which the decoder handles: big integers become doubles) the
-// decoder must say invalid_json. parse_iso8601 results must survive a format/parse round trip.
+// but an unrepresentable number (which the decoder handles: integers of up to 38 digits stay
+// exact, longer ones and numbers beyond the double range are value_out_of_range) the decoder
+// must say invalid_json. parse_iso8601 results must survive a format/parse round trip.
 #include "stoatflow/core/time.hpp"
 #include "stoatflow/kafka/json_decoder.hpp"
 
@@ -73,10 +74,12 @@ void check_value(simdjson::dom::element root, std::string_view path, const core:
     double d;
     if (!e.get_int64().get(i)) {
         FUZZ_CHECK(v.kind == core::Value::Kind::Int && v.i == i);
-    } else if (!e.get_uint64().get(u)) {
-        FUZZ_CHECK(v.kind == core::Value::Kind::Double && v.d == static_cast<double>(u));
+    } else if (!e.get_uint64().get(u)) {  // beyond int64: exact (SPEC 10)
+        FUZZ_CHECK(v.kind == core::Value::Kind::BigInt && v.big() == static_cast<__int128>(u));
     } else if (!e.get_double().get(d)) {
-        FUZZ_CHECK(v.kind == core::Value::Kind::Double && v.d == d);
+        // A double, or an integer token of up to 38 digits the DOM reads as one.
+        FUZZ_CHECK((v.kind == core::Value::Kind::Double && v.d == d) ||
+                   (v.kind == core::Value::Kind::BigInt && static_cast<double>(v.big()) == d));
     } else {
         FUZZ_CHECK(false);  // a non-number cannot have decoded
     }
@@ -144,6 +147,12 @@ void check_iso8601(std::string_view s) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static kafka::JsonDecoder nested(kafka::DecoderConfig{"user.id", "ts", {"amount", "m.v"}});
     static kafka::JsonDecoder from_kafka(kafka::DecoderConfig{"", "", {"", "amount"}});
+    static kafka::JsonDecoder limited([] {
+        kafka::DecoderConfig c{"user.id", "ts", {"amount", "m.v"}};
+        c.max_key_bytes = 16;
+        c.future_limit = 1000;
+        return c;
+    }());
     const char* payload = reinterpret_cast<const char*>(data);
 
     // The key is the input's tail (its length from the first byte); sometimes absent.
@@ -151,10 +160,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const char* key = size % 7 == 0 ? nullptr : payload + (size - key_len);
     core::Millis kafka_ts = core::kNoTime;
     if (size >= 8 && size % 5 != 0) std::memcpy(&kafka_ts, data, sizeof kafka_ts);
+    // The wall clock: sometimes absent, sometimes anything at all.
+    core::Millis now = core::kNoTime;
+    if (size >= 16 && size % 3 != 0) std::memcpy(&now, data + 8, sizeof now);
 
     kafka::Decoded out;
-    for (kafka::JsonDecoder* dec : {&nested, &from_kafka}) {
-        const DecodeError e = dec->decode(payload, size, key, key_len, kafka_ts, out);
+    for (kafka::JsonDecoder* dec : {&nested, &from_kafka, &limited}) {
+        const DecodeError e = dec->decode(payload, size, key, key_len, kafka_ts, now, out);
         const std::string& detail = dec->detail();
         FUZZ_CHECK(to_string(e) != nullptr);
         FUZZ_CHECK((e == DecodeError::None) == detail.empty());
@@ -163,6 +175,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             FUZZ_CHECK(out.values.size() == 2);
             FUZZ_CHECK(out.time >= core::kMinEventTime && out.time <= core::kMaxEventTime);
             FUZZ_CHECK(clean_text(out.key));
+            if (dec == &limited) {
+                FUZZ_CHECK(out.key.size() <= 16);
+                FUZZ_CHECK(now == core::kNoTime || static_cast<__int128>(out.time) - now <= 1000);
+            }
         }
         if (dec == &nested) check_against_dom(data, size, e, out);
     }

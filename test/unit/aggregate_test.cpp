@@ -44,7 +44,8 @@ TEST(Aggregates, DefaultColumnNames) {
     auto l = all_six();
     std::vector<std::string> names;
     for (auto& s : l.specs()) names.push_back(s.column);
-    EXPECT_EQ(names, (std::vector<std::string>{"count", "count_v", "sum_v", "min_v", "max_v", "avg_v"}));
+    EXPECT_EQ(names,
+              (std::vector<std::string>{"count", "count_v", "sum_v", "min_v", "max_v", "avg_v"}));
     EXPECT_EQ(default_column_name(AggFn::Max, "user.latency_ms"), "max_user_latency_ms");
 }
 
@@ -124,8 +125,8 @@ TEST(Aggregates, IntegralDoublesStayExactFractionsAdd) {
     EXPECT_EQ(l.as_numeric_text(2, c[2]).value(), "5");
     add(l, c, Value::of_double(0.5));
     EXPECT_EQ(l.as_numeric_text(2, c[2]).value(), "5.5");
-    EXPECT_EQ(texts(l, c), (std::vector<std::string>{"3", "3", "5.5", "0.5", "3",
-                                                     "1.8333333333333333"}));
+    EXPECT_EQ(texts(l, c),
+              (std::vector<std::string>{"3", "3", "5.5", "0.5", "3", "1.8333333333333333"}));
 }
 
 TEST(Aggregates, MergeCombinesLikeOneWindow) {
@@ -171,4 +172,124 @@ TEST(Aggregates, Int128Printing) {
     EXPECT_EQ(int128_to_string(-42), "-42");
     __int128 min = static_cast<__int128>(static_cast<unsigned __int128>(1) << 127);
     EXPECT_EQ(int128_to_string(min), "-170141183460469231731687303715884105728");
+}
+
+// SPEC 10 exact integers: values up to 38 digits (beyond int64) sum exactly, and so do
+// sums of many of them (two 38-digit values already overflow __int128).
+namespace {
+__int128 big_of(const std::string& digits) {
+    const bool neg = digits[0] == '-';
+    __int128 v = 0;
+    for (std::size_t i = neg ? 1 : 0; i < digits.size(); ++i) v = v * 10 + (digits[i] - '0');
+    return neg ? -v : v;
+}
+const std::string k38 = "99999999999999999999999999999999999999";
+}  // namespace
+
+TEST(Aggregates, ValueStaysSmall) {
+    static_assert(sizeof(Value) == 24, "Value is copied per record and aggregate");
+    const Value v = Value::of_big(big_of("-" + k38));
+    EXPECT_EQ(v.kind, Value::Kind::BigInt);
+    EXPECT_EQ(int128_to_string(v.big()), "-" + k38);
+    EXPECT_EQ(Value::of_big(42).kind, Value::Kind::Int);  // int64 stays on the common path
+}
+
+TEST(Aggregates, IntegerSumsAreExactTo38DigitsAndBeyond) {
+    auto l = all_six();
+    auto c = l.empty_state();
+    add(l, c, Value::of_big(static_cast<__int128>(1) << 70));
+    EXPECT_EQ(l.as_numeric_text(2, c[2]).value(), "1180591620717411303424");
+    add(l, c, Value::of_big((static_cast<__int128>(1) << 64) + 1));
+    EXPECT_EQ(l.as_numeric_text(2, c[2]).value(), "1199038364791120855041");
+    add(l, c, Value::of_int(-1));
+    EXPECT_EQ(l.as_numeric_text(2, c[2]).value(), "1199038364791120855040");
+    EXPECT_FALSE(l.as_numeric_int64(2, c[2]));
+
+    // Many 38-digit values: 10 × (10^38 − 1) = 999...990, 39 digits.
+    auto w = l.empty_state();
+    for (int i = 0; i < 10; ++i) add(l, w, Value::of_big(big_of(k38)));
+    EXPECT_EQ(l.as_numeric_text(2, w[2]).value(), k38 + "0");
+    EXPECT_EQ(l.as_text(5, w[5]).value(), "9.9999999999999998e+37");  // avg stays double
+    EXPECT_EQ(l.as_text(4, w[4]).value(), "9.9999999999999998e+37");  // max too
+    EXPECT_DOUBLE_EQ(l.as_double(2, w[2]).value(), 1e39);
+    // ... 1,000 of them, and int64 values on the hot path in between
+    for (int i = 0; i < 990; ++i) {
+        add(l, w, Value::of_big(big_of(k38)));
+        add(l, w, Value::of_int(1));
+    }
+    EXPECT_EQ(l.as_numeric_text(2, w[2]).value(),
+              "99999999999999999999999999999999999999990");  // 1000·(10^38 − 1) + 990
+    // negatives: take 1,001 of them away again, below zero
+    for (int i = 0; i < 1001; ++i) add(l, w, Value::of_big(-big_of(k38)));
+    EXPECT_EQ(l.as_numeric_text(2, w[2]).value(), "-99999999999999999999999999999999999009");
+    EXPECT_EQ(l.as_numeric_int64(2, w[2]), std::nullopt);
+    // a sum back inside int64 takes the int64 path again
+    for (int i = 0; i < 1; ++i) add(l, w, Value::of_big(big_of(k38)));
+    EXPECT_EQ(l.as_numeric_int64(2, w[2]).value(), 990);
+    EXPECT_EQ(l.as_numeric_text(2, w[2]).value(), "990");
+    EXPECT_DOUBLE_EQ(l.as_double(5, w[5]).value(), 990.0 / 2992);  // avg over 2,992 values
+
+    // Merging two wide sums is exact too (sessions, sliding derivation).
+    auto a = l.empty_state(), b = l.empty_state(), both = l.empty_state();
+    for (int i = 0; i < 5; ++i) {
+        add(l, a, Value::of_big(big_of(k38)));
+        add(l, both, Value::of_big(big_of(k38)));
+        add(l, b, Value::of_big(-big_of(k38) / 3));
+        add(l, both, Value::of_big(-big_of(k38) / 3));
+    }
+    l.merge(a.data(), b.data());
+    EXPECT_EQ(a, both);
+    EXPECT_EQ(l.as_numeric_text(2, a[2]).value(), "333333333333333333333333333333333333330");
+}
+
+TEST(Aggregates, WideSumPrinting) {
+    EXPECT_EQ(wide_sum_to_string(0, 0), "0");
+    EXPECT_EQ(wide_sum_to_string(0, -5), "-5");
+    EXPECT_EQ(wide_sum_to_string(-1, 0), "-85070591730234615865843651857942052864");  // −2^126
+    EXPECT_EQ(wide_sum_to_string(4, 0), "340282366920938463463374607431768211456");   // 2^128
+    EXPECT_EQ(wide_sum_to_string(-4, 1), "-340282366920938463463374607431768211455");  // −2^128 + 1
+    EXPECT_EQ(wide_sum_to_string(INT64_MAX, 0),
+              "784637716923335095394403086170723686146950778700062261248");
+    EXPECT_EQ(wide_sum_to_string(INT64_MIN + 1, 0),
+              "-784637716923335095394403086170723686146950778700062261248");
+}
+
+// The state row format: 0.1 rows (a fixed length computable from the specs) still read;
+// sums within __int128 are written in exactly that format; wider ones add a tail.
+TEST(Aggregates, StateRowsOfVersion01StillRead) {
+    auto l = all_six();
+    EXPECT_EQ(l.state_v01_size(), 112u);
+    // A row as 0.1 wrote it: count(*) 3, count 2, sum −7 (+0.5), min −9, max 2, avg like sum.
+    std::string row;
+    auto put64 = [&](std::int64_t v) { row.append(reinterpret_cast<const char*>(&v), 8); };
+    auto putd = [&](double v) { row.append(reinterpret_cast<const char*>(&v), 8); };
+    put64(3);
+    put64(2);
+    put64(2), put64(-7), put64(-1), putd(0.5);  // n, isum low, isum high (two's complement), d
+    put64(2), putd(-9);
+    put64(2), putd(2);
+    put64(2), put64(-7), put64(-1), putd(0.5);
+    ASSERT_EQ(row.size(), 112u);
+    const auto cells = l.deserialize(row.data(), row.size());
+    EXPECT_EQ(texts(l, cells), (std::vector<std::string>{"3", "2", "-6.5", "-9", "2", "-3.25"}));
+    // Written back unchanged: the common case keeps 0.1's exact bytes.
+    std::string again;
+    l.serialize(cells.data(), again);
+    EXPECT_EQ(again, row);
+    // A sum beyond __int128 takes the tail: version byte 2, then ihi per sum/avg cell.
+    auto c = l.empty_state();
+    for (int i = 0; i < 3; ++i) add(l, c, Value::of_big(big_of(k38)));
+    std::string wide;
+    l.serialize(c.data(), wide);
+    EXPECT_EQ(wide.size(), 112u + 1 + 2 * 8);
+    EXPECT_EQ(wide[112], 2);
+    const auto back = l.deserialize(wide.data(), wide.size());
+    EXPECT_EQ(back, c);
+    EXPECT_EQ(l.as_numeric_text(2, back[2]).value(), "299999999999999999999999999999999999997");
+    // Damaged rows are refused, never misread.
+    EXPECT_THROW(l.deserialize(wide.data(), wide.size() - 1), Error);
+    std::string bad = wide;
+    bad[112] = 3;  // an unknown version
+    EXPECT_THROW(l.deserialize(bad.data(), bad.size()), Error);
+    EXPECT_THROW(l.deserialize(row.data(), 111), Error);
 }

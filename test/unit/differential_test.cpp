@@ -15,8 +15,8 @@
 //   on_window_close:  exactly the windows closed at W, all final.
 // plus the sink invariants (a final row is never deleted or overwritten; under
 // on_window_close every upsert is final, no window is written twice and nothing is
-// deleted), the late-drop counters and open_windows() / keys_with_open_windows(). The stream ends with a commit at W = 1,000,000,
-// after which every window is closed and final.
+// deleted), the late-drop counters and open_windows() / keys_with_open_windows(). The stream ends
+// with a commit at W = 1,000,000, after which every window is closed and final.
 //
 // A quarter of the streams also crash right after some commits: the engine is replaced
 // by a fresh one, restore()d from the state rows written so far (newest version per
@@ -139,12 +139,18 @@ Case generate(std::uint64_t seed) {
         Rec rec;
         const Millis base = static_cast<Millis>(i) * 120 / n;
         switch (mode) {
-            case 0: rec.t = r.range(0, 120); break;                       // no order at all
-            case 1:                                                       // in order ± jitter
-                rec.t = std::clamp<Millis>(base + r.range(-jitter, jitter), 0, 120);
-                break;
-            case 2: rec.t = std::min<Millis>(120, lo + r.range(0, width)); break;  // dense
-            default: rec.t = r.chance(0.2) ? r.range(0, base) : base; break;  // few, very late
+        case 0:
+            rec.t = r.range(0, 120);
+            break;  // no order at all
+        case 1:     // in order ± jitter
+            rec.t = std::clamp<Millis>(base + r.range(-jitter, jitter), 0, 120);
+            break;
+        case 2:
+            rec.t = std::min<Millis>(120, lo + r.range(0, width));
+            break;  // dense
+        default:
+            rec.t = r.chance(0.2) ? r.range(0, base) : base;
+            break;  // few, very late
         }
         rec.key = kKeys[r.range(0, nkeys - 1)];
         const std::int64_t p = r.range(0, 99);
@@ -188,10 +194,14 @@ std::vector<Millis> watermarks(const Case& c) {
 
 core::WindowSpec engine_spec(const RefSpec& s) {
     switch (s.kind) {
-        case RefKind::Tumbling: return core::WindowSpec::tumbling(s.size, s.grace);
-        case RefKind::Hopping: return core::WindowSpec::hopping(s.size, s.advance, s.grace);
-        case RefKind::Sliding: return core::WindowSpec::sliding(s.size, s.grace);
-        case RefKind::Session: return core::WindowSpec::session(s.size, s.grace);
+    case RefKind::Tumbling:
+        return core::WindowSpec::tumbling(s.size, s.grace);
+    case RefKind::Hopping:
+        return core::WindowSpec::hopping(s.size, s.advance, s.grace);
+    case RefKind::Sliding:
+        return core::WindowSpec::sliding(s.size, s.grace);
+    case RefKind::Session:
+        return core::WindowSpec::session(s.size, s.grace);
     }
     return {};
 }
@@ -261,7 +271,7 @@ std::string fmt_row(const RowKey& k, const Row& r, const KeyNames& names) {
     if (r.has_cells) {
         o << "  cells(isum,d,n):";
         for (const core::AggCell& c : r.cells)
-            o << " (" << core::int128_to_string(c.isum) << ',' << c.d << ',' << c.n << ')';
+            o << " (" << core::wide_sum_to_string(c.ihi, c.isum) << ',' << c.d << ',' << c.n << ')';
     }
     return o.str();
 }
@@ -284,27 +294,27 @@ Row row_from_ref(const stoatflow_test::RefRow& r) {
 std::optional<long double> read_cell(const core::AggLayout& layout, std::size_t i,
                                      const core::AggCell& cell, std::string& problems) {
     switch (core::column_type(layout.specs()[i].fn)) {
-        case core::ColumnType::BigInt: {
-            auto v = layout.as_bigint(i, cell);
-            if (!v) return std::nullopt;
-            return static_cast<long double>(*v);
-        }
-        case core::ColumnType::Double: {
-            auto v = layout.as_double(i, cell);
-            if (!v) return std::nullopt;
-            return static_cast<long double>(*v);
-        }
-        case core::ColumnType::Numeric: {
-            auto v = layout.as_numeric_text(i, cell);
-            if (!v) return std::nullopt;
-            const char* begin = v->c_str();
-            char* end = nullptr;
-            long double x = std::strtold(begin, &end);
-            if (v->empty() || end != begin + v->size())
-                problems += "column " + std::string(kColumns[i]) + ": unparsable numeric text '" +
-                            *v + "'; ";
-            return x;
-        }
+    case core::ColumnType::BigInt: {
+        auto v = layout.as_bigint(i, cell);
+        if (!v) return std::nullopt;
+        return static_cast<long double>(*v);
+    }
+    case core::ColumnType::Double: {
+        auto v = layout.as_double(i, cell);
+        if (!v) return std::nullopt;
+        return static_cast<long double>(*v);
+    }
+    case core::ColumnType::Numeric: {
+        auto v = layout.as_numeric_text(i, cell);
+        if (!v) return std::nullopt;
+        const char* begin = v->c_str();
+        char* end = nullptr;
+        long double x = std::strtold(begin, &end);
+        if (v->empty() || end != begin + v->size())
+            problems +=
+                "column " + std::string(kColumns[i]) + ": unparsable numeric text '" + *v + "'; ";
+        return x;
+    }
     }
     return std::nullopt;
 }
@@ -388,8 +398,10 @@ struct Outcome {
 std::string value_text(const RefValue& v) {
     if (!v.present) return "missing";
     std::ostringstream o;
-    if (v.twice % 2 == 0) o << v.twice / 2;
-    else o << (v.twice < 0 ? "-" : "") << std::llabs(v.twice) / 2 << ".5";
+    if (v.twice % 2 == 0)
+        o << v.twice / 2;
+    else
+        o << (v.twice < 0 ? "-" : "") << std::llabs(v.twice) / 2 << ".5";
     if (v.as_double && v.twice % 2 == 0) o << ".0";
     return o.str();
 }
@@ -397,8 +409,8 @@ std::string value_text(const RefValue& v) {
 std::string describe_case(const Case& c) {
     std::ostringstream o;
     const RefSpec& s = c.spec;
-    o << "  seed=" << c.seed << "  " << stoatflow_test::ref_kind_name(s.kind) << " size/D/gap="
-      << s.size;
+    o << "  seed=" << c.seed << "  " << stoatflow_test::ref_kind_name(s.kind)
+      << " size/D/gap=" << s.size;
     if (s.kind == RefKind::Hopping) o << " advance=" << s.advance;
     o << " grace=" << s.grace << "  emit=" << core::to_string(c.emit)
       << "  max_out_of_orderness=" << c.ooo << "  (" << c.recs.size() << " records)\n";
@@ -407,10 +419,8 @@ std::string describe_case(const Case& c) {
         const Rec& r = c.recs[i];
         o << "    #" << i << "  key=" << r.key << " t=" << r.t << " v=" << value_text(r.v)
           << (r.v.present && r.v.as_double ? " (double)" : "") << "  W=" << ws[i]
-          << (r.star_gets_value ? "" : "  count(*)<-missing")
-          << (r.flush_after ? "  [commit]" : "")
-          << (r.flush_after && r.restart_after ? "[restart]" : "")
-          << '\n';
+          << (r.star_gets_value ? "" : "  count(*)<-missing") << (r.flush_after ? "  [commit]" : "")
+          << (r.flush_after && r.restart_after ? "[restart]" : "") << '\n';
     }
     o << "    then commit at W=" << kFinalWatermark << '\n';
     return o.str();
@@ -439,6 +449,7 @@ Outcome run_case(const Case& c) {
         KeyNames names;
         Sink sink;
         std::set<RowKey> ever_upserted;
+        std::map<RowKey, core::WindowStateRow> newest_state;  // state tables, newest version
         std::int64_t total_upserts = 0;
         core::CommitOutput out;
         RefRows ref_rows;  // buffers reused across commits
@@ -452,7 +463,24 @@ Outcome run_case(const Case& c) {
             if (restarts)
                 for (const core::WindowStateRow& st : out.state)
                     persisted[std::make_tuple(st.segment, names.id(st.key), st.start)] = st;
+            for (const core::WindowStateRow& st : out.state) {
+                const RowKey k{names.id(st.key), st.start};
+                if (st.removed)
+                    newest_state.erase(k);
+                else
+                    newest_state[k] = st;
+            }
             std::string bad;
+            // Every window written to the sink has its state row (this commit's or an
+            // earlier one holding the same version): the sink can be rebuilt from state.
+            for (const core::SinkRow& u : out.upserts) {
+                auto it = newest_state.find(RowKey{names.id(u.key), u.start});
+                if (it == newest_state.end() || it->second.end != u.end ||
+                    it->second.event_time != u.event_time ||
+                    !(it->second.cells == std::vector<core::AggCell>(u.cells)))
+                    bad += "    upsert without its state row: key=" + u.key +
+                           " start=" + std::to_string(u.start) + '\n';
+            }
             for (const core::SinkDelete& d : out.deletes) {
                 ++res.deletes;
                 const RowKey k{names.id(d.key), d.start};
@@ -474,9 +502,11 @@ Outcome run_case(const Case& c) {
                 if (!problems.empty())
                     bad += "    bad row " + fmt_row(k, row, names) + ": " + problems + '\n';
                 if (owc && !u.final)
-                    bad += "    non-final upsert under on_window_close: " + fmt_row(k, row, names) + '\n';
+                    bad += "    non-final upsert under on_window_close: " + fmt_row(k, row, names) +
+                           '\n';
                 if (owc && !ever_upserted.insert(k).second)
-                    bad += "    window written twice under on_window_close: " + fmt_row(k, row, names) + '\n';
+                    bad += "    window written twice under on_window_close: " +
+                           fmt_row(k, row, names) + '\n';
                 auto it = sink.find(k);
                 if (it == sink.end()) {
                     sink.emplace(k, row);
@@ -509,11 +539,22 @@ Outcome run_case(const Case& c) {
                 eng.keys_with_open_windows() != static_cast<std::size_t>(open_keys))
                 bad += "    open_windows()=" + std::to_string(eng.open_windows()) +
                        " keys_with_open_windows()=" + std::to_string(eng.keys_with_open_windows()) +
-                       ", expected " + std::to_string(open) + " and " +
-                       std::to_string(open_keys) + '\n';
+                       ", expected " + std::to_string(open) + " and " + std::to_string(open_keys) +
+                       '\n';
+            // The O(1) counters behind resident_windows() and memory_bytes() against a count.
+            std::size_t resident = 0;
+            eng.for_each_window([&](const std::string&, const auto&) { ++resident; });
+            if (resident != eng.resident_windows() ||
+                eng.memory_bytes() < sizeof(core::WindowedAggregation) +
+                                         resident * sizeof(core::WindowedAggregation::WindowState))
+                bad += "    resident_windows()=" + std::to_string(eng.resident_windows()) +
+                       ", counted " + std::to_string(resident) +
+                       "; memory_bytes()=" + std::to_string(eng.memory_bytes()) + '\n';
             const std::string diff = diff_rows(sink, expected, names);
-            const std::int64_t late_window = base.dropped_late_window + eng.stats().dropped_late_window;
-            const std::int64_t late_session = base.dropped_late_session + eng.stats().dropped_late_session;
+            const std::int64_t late_window =
+                base.dropped_late_window + eng.stats().dropped_late_window;
+            const std::int64_t late_session =
+                base.dropped_late_session + eng.stats().dropped_late_session;
             if (late_window != ref.late_window() || late_session != ref.late_session())
                 bad += "    drop counters: engine late_window=" + std::to_string(late_window) +
                        " late_session=" + std::to_string(late_session) +
@@ -549,6 +590,7 @@ Outcome run_case(const Case& c) {
                 for (const auto& [id, row] : persisted)
                     if (!row.removed) engp->restore(row, wms[i]);
                 engp->finish_restore();
+                ref.restart(wms[i]);
                 ++res.restarts;
             }
         }
@@ -557,16 +599,16 @@ Outcome run_case(const Case& c) {
         if (ok) {
             for (const auto& [k, row] : sink)
                 if (!row.final) {
-                    err += "  non-final row after the last commit: " + fmt_row(k, row, names) + '\n';
+                    err +=
+                        "  non-final row after the last commit: " + fmt_row(k, row, names) + '\n';
                     ok = false;
                 }
             res.final_rows = static_cast<std::int64_t>(sink.size());
             const std::int64_t emitted = base.windows_emitted + eng.stats().windows_emitted;
             const std::int64_t reemitted = base.windows_reemitted + eng.stats().windows_reemitted;
             if (owc && (emitted != total_upserts || reemitted != 0)) {
-                err += "  stats under on_window_close: windows_emitted=" +
-                       std::to_string(emitted) + " windows_reemitted=" +
-                       std::to_string(reemitted) + ", expected " +
+                err += "  stats under on_window_close: windows_emitted=" + std::to_string(emitted) +
+                       " windows_reemitted=" + std::to_string(reemitted) + ", expected " +
                        std::to_string(total_upserts) + " and 0\n";
                 ok = false;
             }
@@ -628,7 +670,8 @@ std::string failure_report(const Case& c, const Outcome& o) {
     m << "Differential mismatch — reproduce with STOATFLOW_DIFF_SEED=" << c.seed << "\n"
       << describe_case(c) << o.failure;
     const Case small = minimize(c);
-    if (small.recs.size() < c.recs.size() || small.ooo != c.ooo || small.spec.grace != c.spec.grace) {
+    if (small.recs.size() < c.recs.size() || small.ooo != c.ooo ||
+        small.spec.grace != c.spec.grace) {
         m << "  minimized (" << small.recs.size() << " records):\n"
           << describe_case(small) << run_case(small).failure;
     }
@@ -653,8 +696,10 @@ void run_class(int cls) {
         const Case c = generate(static_cast<std::uint64_t>(only));
         const Outcome o = run_case(c);
         std::cout << describe_case(c);
-        if (o.failure.empty()) std::cout << "  passed\n";
-        else ADD_FAILURE() << failure_report(c, o);
+        if (o.failure.empty())
+            std::cout << "  passed\n";
+        else
+            ADD_FAILURE() << failure_report(c, o);
         return;
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -671,6 +716,7 @@ void run_class(int cls) {
         cov.session_merges += o.cov.session_merges;
         cov.session_extends += o.cov.session_extends;
         cov.backward_drops += o.cov.backward_drops;
+        cov.late_extends += o.cov.late_extends;
         cov.closed_in_reach += o.cov.closed_in_reach;
         sum.upserts_nonfinal += o.upserts_nonfinal;
         sum.upserts_final += o.upserts_final;
@@ -684,16 +730,18 @@ void run_class(int cls) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cout << "  " << streams << " streams in " << secs << " s; rows " << sum.final_rows
-              << ", restarts " << sum.restarts << ", upserts " << sum.upserts_nonfinal << " non-final / " << sum.upserts_final
-              << " final, deletes " << sum.deletes << "; reference: contributions "
-              << cov.contributions << ", late drops " << cov.late_drops << ", session extends "
-              << cov.session_extends << " merges " << cov.session_merges << " backward drops "
-              << cov.backward_drops << " closed-in-reach " << cov.closed_in_reach << '\n';
+              << ", restarts " << sum.restarts << ", upserts " << sum.upserts_nonfinal
+              << " non-final / " << sum.upserts_final << " final, deletes " << sum.deletes
+              << "; reference: contributions " << cov.contributions << ", late drops "
+              << cov.late_drops << ", session extends " << cov.session_extends << " merges "
+              << cov.session_merges << " backward drops " << cov.backward_drops << " late extends "
+              << cov.late_extends << " closed-in-reach " << cov.closed_in_reach << '\n';
     if (!failed.empty()) {
         std::ostringstream seeds;
         for (std::size_t i = 0; i < failed.size() && i < 200; ++i) seeds << ' ' << failed[i];
         if (failed.size() > 200) seeds << " ...";
-        ADD_FAILURE() << failed.size() << " of " << streams << " streams failed; seeds:" << seeds.str();
+        ADD_FAILURE() << failed.size() << " of " << streams
+                      << " streams failed; seeds:" << seeds.str();
     }
     // The generator must keep producing interesting streams.
     if (streams >= 400) {
@@ -709,6 +757,7 @@ void run_class(int cls) {
             EXPECT_GT(cov.session_extends, streams);
             EXPECT_GT(cov.session_merges, streams / 20);
             EXPECT_GT(cov.backward_drops, 0);
+            EXPECT_GT(cov.late_extends, streams / 50);
             EXPECT_GT(cov.closed_in_reach, 0);
             if (owu) {
                 EXPECT_GT(sum.deletes, 0);
@@ -759,7 +808,8 @@ void expect_reference(const Case& c, const std::vector<HandRow>& rows, std::int6
                       std::int64_t late_session) {
     RefModel ref(c.spec);
     const std::vector<Millis> ws = watermarks(c);
-    for (std::size_t i = 0; i < c.recs.size(); ++i) ref.add(c.recs[i].key, c.recs[i].t, c.recs[i].v, ws[i]);
+    for (std::size_t i = 0; i < c.recs.size(); ++i)
+        ref.add(c.recs[i].key, c.recs[i].t, c.recs[i].v, ws[i]);
     KeyNames names;
     Sink got;
     for (const auto& r : ref.snapshot(kFinalWatermark))
@@ -780,7 +830,7 @@ void expect_reference(const Case& c, const std::vector<HandRow>& rows, std::int6
     }
     sort_rows(want);
     EXPECT_EQ(diff_rows(got, want, names), "") << "reference disagrees with the hand answer\n"
-                                        << describe_case(c);
+                                               << describe_case(c);
     EXPECT_EQ(ref.late_window(), late_window);
     EXPECT_EQ(ref.late_session(), late_session);
 }
@@ -814,9 +864,12 @@ constexpr std::nullopt_t NUL = std::nullopt;
 TEST(DifferentialSanity, TumblingByHand) {
     // size 10, grace 0, no disorder allowance: W = max t so far.
     const Case c = hand_case(ref_spec(RefKind::Tumbling, 10, 10, 0), 0,
-                             {{"a", 1, 1}, {"a", 5, 2}, {"b", 15, std::nullopt}, {"a", 12, 3},
-                              {"a", 3, 4},     // W=15 ≥ 10: [0,10) closed → late
-                              {"b", 4, 7}});   // late too
+                             {{"a", 1, 1},
+                              {"a", 5, 2},
+                              {"b", 15, std::nullopt},
+                              {"a", 12, 3},
+                              {"a", 3, 4},    // W=15 ≥ 10: [0,10) closed → late
+                              {"b", 4, 7}});  // late too
     expect_reference(c,
                      {{"a", 0, 10, 5, 2, 2, 3.0L, 1.0L, 2.0L, 1.5L},
                       {"a", 10, 20, 12, 1, 1, 3.0L, 3.0L, 3.0L, 3.0L},
@@ -828,9 +881,9 @@ TEST(DifferentialSanity, TumblingByHand) {
 TEST(DifferentialSanity, HoppingByHand) {
     // size 10, advance 5, grace 2, ooo 5.
     const Case c = hand_case(ref_spec(RefKind::Hopping, 10, 5, 2), 5,
-                             {{"a", 7, 4},       // W=2: windows 5 and 0
-                              {"a", 13, -2.5},   // W=8: windows 10 and 5
-                              {"a", 1, 1}});     // W=8: window 0 open (12), window -5 closed (7)
+                             {{"a", 7, 4},      // W=2: windows 5 and 0
+                              {"a", 13, -2.5},  // W=8: windows 10 and 5
+                              {"a", 1, 1}});    // W=8: window 0 open (12), window -5 closed (7)
     expect_reference(c,
                      {{"a", 0, 10, 7, 2, 2, 5.0L, 1.0L, 4.0L, 2.5L},
                       {"a", 5, 15, 13, 2, 2, 1.5L, -2.5L, 4.0L, 0.75L},
@@ -842,7 +895,8 @@ TEST(DifferentialSanity, HoppingByHand) {
 TEST(DifferentialSanity, SlidingByHand) {
     // D = 5, grace 5, ooo 0.
     const Case c = hand_case(ref_spec(RefKind::Sliding, 5, 0, 5), 0,
-                             {{"a", 10, 1}, {"a", 12, 2},
+                             {{"a", 10, 1},
+                              {"a", 12, 2},
                               {"a", 3, 5},    // W=12 ≥ 3+1+5: late
                               {"a", 8, 3}});  // W=12 < 8+1+5: accepted
     // left windows 3, 5, 7; right windows of 8 (10, 12 in (8, 14]) and 10 (12 in (10, 16]).
@@ -858,15 +912,16 @@ TEST(DifferentialSanity, SlidingByHand) {
 
 TEST(DifferentialSanity, SessionByHand) {
     // gap 6, grace 0, ooo 10.
-    const Case c = hand_case(ref_spec(RefKind::Session, 6, 0, 0), 10,
-                             {{"a", 0, 1},    // W=-10: [0,0]
-                              {"a", 12, 2},   // W=2:   [12,12]
-                              {"a", 6, 3},    // W=2:   bridges both → [0,12]
-                              {"a", 30, 4},   // W=20:  [0,12] closed (19); new [30,30]
-                              {"a", 17, 5},   // W=20:  in reach of closed [0,12] only → new [17,17]
-                              {"a", 19, 6},   // W=20:  extends [17,17] → [17,19]
-                              {"a", 11, 7},   // W=20:  would extend [17,19] backwards, own window closed → late
-                              {"b", 5, std::nullopt}});  // W=20: closed → late
+    const Case c =
+        hand_case(ref_spec(RefKind::Session, 6, 0, 0), 10,
+                  {{"a", 0, 1},   // W=-10: [0,0]
+                   {"a", 12, 2},  // W=2:   [12,12]
+                   {"a", 6, 3},   // W=2:   bridges both → [0,12]
+                   {"a", 30, 4},  // W=20:  [0,12] closed (19); new [30,30]
+                   {"a", 17, 5},  // W=20:  in reach of closed [0,12] only → new [17,17]
+                   {"a", 19, 6},  // W=20:  extends [17,17] → [17,19]
+                   {"a", 11, 7},  // W=20:  would extend [17,19] backwards, own window closed → late
+                   {"b", 5, std::nullopt}});  // W=20: closed → late
     expect_reference(c,
                      {{"a", 0, 13, 12, 3, 3, 6.0L, 1.0L, 3.0L, 2.0L},
                       {"a", 17, 20, 19, 2, 2, 11.0L, 5.0L, 6.0L, 5.5L},

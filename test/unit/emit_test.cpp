@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 using namespace stoatflow::test;
 
 TEST(OnWindowUpdate, ChangedWindowsPerCommitThenFinalAtClose) {
@@ -19,9 +22,9 @@ TEST(OnWindowUpdate, ChangedWindowsPerCommitThenFinalAtClose) {
     EXPECT_EQ(c2.upserts[0].key, "a");
     EXPECT_EQ(h.sink.at({"a", 0}).values[0], "2");
     auto c3 = h.commit();
-    EXPECT_TRUE(c3.upserts.empty());   // nothing changed, nothing written
+    EXPECT_TRUE(c3.upserts.empty());  // nothing changed, nothing written
     EXPECT_TRUE(c3.state.empty());
-    h.push({"a", 10, 1});              // W = 10 closes [0,10)
+    h.push({"a", 10, 1});  // W = 10 closes [0,10)
     auto c4 = h.commit();
     EXPECT_EQ(c4.upserts.size(), 3u);  // a and b final, [10,20) new
     EXPECT_TRUE(h.sink.at({"a", 0}).final);
@@ -41,10 +44,10 @@ TEST(OnWindowClose, ExactlyOneFinalWritePerWindow) {
     EXPECT_EQ(c1.state.size(), 2u);  // state is still made durable
     h.push({"a", 11, 1});            // W = 11: [0,10) closes at 12, still open
     EXPECT_TRUE(h.commit().upserts.empty());
-    h.push({"a", 7, 1});             // within grace
-    h.push({"a", 12, 1});            // W = 12: closed
+    h.push({"a", 7, 1});   // within grace
+    h.push({"a", 12, 1});  // W = 12: closed
     h.commit();
-    h.push({"a", 8, 1});             // late: dropped, no write
+    h.push({"a", 8, 1});  // late: dropped, no write
     h.commit();
     h.commit(1000);
     EXPECT_EQ(h.writes, (std::map<std::pair<std::string, Millis>, int>{
@@ -77,20 +80,43 @@ TEST(ChangedState, OnlyWindowsChangedSinceTheLastCommit) {
     for (auto& s : c.state) EXPECT_EQ(s.key, "k7");
 }
 
-TEST(ChangedState, WindowsClosingInTheirFirstCommitWriteNoState) {
-    // A window opened and closed between two commits is final at once: restore skips it,
-    // so it costs a sink row and no state row. One still open keeps its state row.
+TEST(ChangedState, EveryWindowWrittenToTheSinkHasAStateRow) {
+    // A window opened and closed between two commits gets its state row in that commit,
+    // like every other window the sink receives (resync_sink rewrites the sink from them).
     Harness h(WindowSpec::tumbling(10, 0), EmitStrategy::OnWindowUpdate);
     h.push({{"a", 1, 1}, {"b", 2, 1}, {"a", 15, 1}});  // W = 15: [0,10) closed
     auto c = h.commit();
-    ASSERT_EQ(c.state.size(), 1u);
-    EXPECT_EQ(c.state[0].key, "a");
-    EXPECT_EQ(c.state[0].start, 10);
+    ASSERT_EQ(c.state.size(), 3u);
     EXPECT_EQ(c.upserts.size(), 3u);
-    // Sliding windows keep theirs: later windows are derived from them.
-    Harness s(WindowSpec::sliding(10, 0), EmitStrategy::OnWindowUpdate);
-    s.push({{"a", 1, 1}, {"a", 40, 1}});
-    EXPECT_FALSE(s.commit().state.empty());
+    for (const auto& u : c.upserts) {
+        const auto hit = std::find_if(c.state.begin(), c.state.end(), [&](const auto& s) {
+            return s.key == u.key && s.start == u.start && s.end == u.end && !s.removed;
+        });
+        ASSERT_NE(hit, c.state.end()) << u.key << " " << u.start;
+        EXPECT_TRUE(hit->cells == std::vector<AggCell>(u.cells));
+    }
+    // Unchanged since its last state row: the final upsert needs no second copy.
+    h.push({"a", 25, 1});  // W = 25 closes [10,20), unchanged since the last commit
+    auto c2 = h.commit();
+    EXPECT_EQ(c2.upserts.size(), 2u);  // [10,20) final, [20,30) new
+    ASSERT_EQ(c2.state.size(), 1u);
+    EXPECT_EQ(c2.state[0].start, 20);
+    // on_window_close: the window is written once, at close, with its state row.
+    for (auto spec : {WindowSpec::tumbling(10), WindowSpec::session(5), WindowSpec::sliding(5)}) {
+        Harness o(spec, EmitStrategy::OnWindowClose);
+        o.push({{"a", 1, 1}, {"b", 2, 1}, {"a", 40, 1}});
+        auto oc = o.commit();
+        std::set<std::pair<std::string, Millis>> with_state;
+        for (auto& s : oc.state)
+            if (!s.removed) with_state.insert({s.key, s.start});
+        ASSERT_FALSE(oc.upserts.empty()) << spec.describe();
+        for (auto& u : oc.upserts)
+            EXPECT_TRUE(with_state.count({u.key, u.start})) << spec.describe();
+    }
+    // Restore still skips windows the committed W has closed.
+    Harness r(WindowSpec::tumbling(10, 0), EmitStrategy::OnWindowUpdate);
+    for (auto& s : h.state_log) r.agg.restore(s, h.wm.current());
+    EXPECT_EQ(r.agg.resident_windows(), 1u);  // [20,30) only
 }
 
 TEST(ChangedState, SessionMergeWritesTombstones) {
@@ -121,10 +147,10 @@ TEST(Recovery, RestoredEngineContinuesLikeAnUninterruptedOne) {
     for (auto spec : {WindowSpec::tumbling(10, 3), WindowSpec::hopping(10, 5, 2),
                       WindowSpec::sliding(10, 3), WindowSpec::session(10, 3)}) {
         for (auto emit : {EmitStrategy::OnWindowUpdate, EmitStrategy::OnWindowClose}) {
-            std::vector<In> first = {{"a", 1, 1}, {"b", 4, 2}, {"a", 15, 3}, {"a", 9, 4},
-                                     {"b", 22, 5}, {"a", 31, 6}};
-            std::vector<In> second = {{"a", 28, 7}, {"b", 33, 8}, {"a", 45, 9}, {"b", 40, 1},
-                                      {"a", 60, 2}};
+            std::vector<In> first = {{"a", 1, 1}, {"b", 4, 2},  {"a", 15, 3},
+                                     {"a", 9, 4}, {"b", 22, 5}, {"a", 31, 6}};
+            std::vector<In> second = {
+                {"a", 28, 7}, {"b", 33, 8}, {"a", 45, 9}, {"b", 40, 1}, {"a", 60, 2}};
             Harness whole(spec, emit, 5), crashed(spec, emit, 5);
             for (auto& r : first) {
                 whole.push(r);

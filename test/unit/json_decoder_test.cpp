@@ -32,6 +32,8 @@ std::string show(const Value& v) {
         std::snprintf(buf, sizeof buf, "d:%.17g", v.d);
         return buf;
     }
+    case Value::Kind::BigInt:
+        return "b:" + stoatflow::core::int128_to_string(v.big());
     }
     return "?";
 }
@@ -48,9 +50,10 @@ struct Row {
 
 // The decoded record (or the reason) as one comparable line.
 std::string verdict(JsonDecoder& dec, const std::string& payload, const char* key = nullptr,
-                    size_t key_len = 0, Millis kafka_ts = kNoTime) {
+                    size_t key_len = 0, Millis kafka_ts = kNoTime, Millis now = kNoTime) {
     Decoded out;
-    const DecodeError e = dec.decode(payload.data(), payload.size(), key, key_len, kafka_ts, out);
+    const DecodeError e =
+        dec.decode(payload.data(), payload.size(), key, key_len, kafka_ts, now, out);
     if (e != DecodeError::None) return to_string(e);
     std::string s = "key=" + out.key + " time=" + std::to_string(out.time);
     for (const auto& v : out.values) s += " " + show(v);
@@ -233,11 +236,20 @@ TEST(JsonDecoder, Values) {
         {"-0", ok("i:0")},
         {"9223372036854775807", ok("i:9223372036854775807")},
         {"-9223372036854775808", ok("i:-9223372036854775808")},
-        // big integers beyond int64 read as doubles
-        {"9223372036854775808", ok("d:9.2233720368547758e+18")},
-        {"-9223372036854775809", ok("d:-9.2233720368547758e+18")},
-        {"18446744073709551616", ok("d:1.8446744073709552e+19")},
-        {"123456789012345678901234567890", ok("d:1.2345678901234568e+29")},
+        // integers beyond int64, up to 38 digits, stay exact (SPEC 10); longer ones are
+        // dead letters, as are numbers beyond the double range
+        {"9223372036854775808", ok("b:9223372036854775808")},
+        {"-9223372036854775809", ok("b:-9223372036854775809")},
+        {"18446744073709551616", ok("b:18446744073709551616")},
+        {"18446744073709551617", ok("b:18446744073709551617")},
+        {"1180591620717411303424", ok("b:1180591620717411303424")},
+        {"123456789012345678901234567890", ok("b:123456789012345678901234567890")},
+        {"99999999999999999999999999999999999999", ok("b:99999999999999999999999999999999999999")},
+        {"-99999999999999999999999999999999999999", ok("b:-99999999999999999999999999999999999999")},
+        {"100000000000000000000000000000000000000", Row{"", DecodeError::ValueOutOfRange}},
+        {"-100000000000000000000000000000000000000", Row{"", DecodeError::ValueOutOfRange}},
+        {"1" + std::string(400, '0'), Row{"", DecodeError::ValueOutOfRange}},
+        {"1e38", ok("d:9.9999999999999998e+37")},  // not an integer token: a double
         {"1.5", ok("d:1.5")},
         {"-0.25", ok("d:-0.25")},
         {"1e2", ok("d:100")},
@@ -249,8 +261,8 @@ TEST(JsonDecoder, Values) {
         {"0.577779223372036854775808777", ok("d:0.57777922337203691")},
         {"1.7976931348623157e308", ok("d:1.7976931348623157e+308")},
         {"null", ok("-")},
-        {"1e400", Row{"", DecodeError::NonNumericValue}},
-        {"-1e309", Row{"", DecodeError::NonNumericValue}},
+        {"1e400", Row{"", DecodeError::ValueOutOfRange}},
+        {"-1e309", Row{"", DecodeError::ValueOutOfRange}},
         {R"("12")", Row{"", DecodeError::NonNumericValue}},
         {"true", Row{"", DecodeError::NonNumericValue}},
         {"false", Row{"", DecodeError::NonNumericValue}},
@@ -412,7 +424,7 @@ TEST(JsonDecoder, Details) {
     auto dec = nested_decoder();
     Decoded out;
     auto detail_of = [&](const std::string& payload) {
-        dec.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, out);
+        dec.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, kNoTime, out);
         return dec.detail();
     };
     EXPECT_EQ(detail_of(R"({"user":{"id":"k"},"ts":true})"), R"(field "ts" is a boolean)");
@@ -426,6 +438,10 @@ TEST(JsonDecoder, Details) {
               R"(field "ts" is not an ISO-8601 time: "2026-02-29T00:00:00Z")");
     EXPECT_EQ(detail_of(R"({"user":{"id":"k"},"ts":1,"amount":1e999})"),
               R"(field "amount" is 1e999, beyond the double precision range)");
+    EXPECT_EQ(detail_of(R"({"user":{"id":"k"},"ts":1,"amount":-)" + std::string(70, '9') + "}"),
+              R"(field "amount" is -)" + std::string(63, '9') +
+                  "..., an integer of 70 digits; at most 38 are summed exactly");
+    EXPECT_STREQ(to_string(DecodeError::ValueOutOfRange), "value_out_of_range");
     EXPECT_EQ(detail_of(R"({"user":{"id":"a\u0000\""},"ts":1})"),
               R"(the key contains a NUL byte: "a\x00\"")");
     EXPECT_EQ(
@@ -449,7 +465,7 @@ TEST(JsonDecoder, Details) {
     EXPECT_EQ(esc, "field \"ts\" is not an ISO-8601 time: \"a\\x09b\xc3\xa9\"");
 
     JsonDecoder kafka_key({"", "", {}});
-    kafka_key.decode("{}", 2, "a\xff\x01", 3, 1, out);
+    kafka_key.decode("{}", 2, "a\xff\x01", 3, 1, kNoTime, out);
     EXPECT_EQ(kafka_key.detail(), R"(the key is not valid UTF-8: "a\xff\x01")");
 }
 
@@ -459,7 +475,7 @@ TEST(JsonDecoder, ReuseAcrossRecords) {
     Decoded out;
     const std::string big =
         R"({"user":{"id":"big"},"ts":9,"pad":")" + std::string(100000, 'p') + R"(","amount":5})";
-    ASSERT_EQ(dec.decode(big.data(), big.size(), nullptr, 0, kNoTime, out), None);
+    ASSERT_EQ(dec.decode(big.data(), big.size(), nullptr, 0, kNoTime, kNoTime, out), None);
     EXPECT_EQ(out.key, "big");
     EXPECT_EQ(show(out.values[1]), "i:5");
     EXPECT_EQ(verdict(dec, R"({"ts":1})"), "missing_key");
@@ -469,7 +485,7 @@ TEST(JsonDecoder, ReuseAcrossRecords) {
     // Decoded from another config is resized to this config's values.
     out.values.assign(7, Value::of_int(1));
     const std::string rec = R"({"user":{"id":"u"},"ts":4})";
-    ASSERT_EQ(dec.decode(rec.data(), rec.size(), nullptr, 0, kNoTime, out), None);
+    ASSERT_EQ(dec.decode(rec.data(), rec.size(), nullptr, 0, kNoTime, kNoTime, out), None);
     EXPECT_EQ(out.values.size(), 3u);
     EXPECT_EQ(show(out.values[1]), "-");
     // Same path twice, and a path that is a prefix of another.
@@ -613,4 +629,74 @@ TEST(Iso8601, InvalidForms) {
     EXPECT_FALSE(parse_iso8601(std::string_view("2026-11-30T10:01:00Z\0", 21), got));
     EXPECT_FALSE(
         parse_iso8601("\xef\xbc\x92\xef\xbc\x90\xef\xbc\x92\xef\xbc\x96-11-30T10:01:00Z", got));
+}
+
+// SPEC 10 per-record failures: a key the sink could never store is a dead letter.
+TEST(JsonDecoder, KeyLongerThanMaxKeyBytesIsADeadLetter) {
+    DecoderConfig cfg{"user.id", "ts", {}};
+    cfg.max_key_bytes = 8;
+    JsonDecoder dec(cfg);
+    EXPECT_EQ(verdict(dec, R"({"user":{"id":"12345678"},"ts":1})"), "key=12345678 time=1");
+    EXPECT_EQ(verdict(dec, R"({"user":{"id":"123456789"},"ts":1})"), "key_too_long");
+    EXPECT_EQ(verdict(dec, R"({"user":{"id":123456789},"ts":1})"), "key_too_long");
+    // Bytes, not characters: four é are 8 bytes, five are 10.
+    EXPECT_EQ(verdict(dec, R"({"user":{"id":"\u00e9\u00e9\u00e9\u00e9"},"ts":1})"),
+              "key=\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 time=1");
+    EXPECT_EQ(verdict(dec, R"({"user":{"id":"\u00e9\u00e9\u00e9\u00e9\u00e9"},"ts":1})"),
+              "key_too_long");
+    // The detail names the limit and the size, and quotes at most 64 bytes of the key.
+    DecoderConfig big{"k", "ts", {}};
+    big.max_key_bytes = 100;
+    JsonDecoder dec2(big);
+    const std::string payload = R"({"k":")" + std::string(5000, 'x') + R"(","ts":1})";
+    Decoded out;
+    ASSERT_EQ(dec2.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, kNoTime, out),
+              DecodeError::KeyTooLong);
+    EXPECT_EQ(dec2.detail(), "the key is 5000 bytes, longer than max_key_bytes 100: \"" +
+                                 std::string(64, 'x') + "\"...");
+    EXPECT_STREQ(to_string(DecodeError::KeyTooLong), "key_too_long");
+    // The Kafka message key is held to the same limit; 0 means unlimited.
+    DecoderConfig kafka_key{"", "", {}};
+    kafka_key.max_key_bytes = 3;
+    JsonDecoder dec3(kafka_key);
+    EXPECT_EQ(verdict(dec3, "{}", "abc", 3, 5), "key=abc time=5");
+    EXPECT_EQ(verdict(dec3, "{}", "abcd", 4, 5), "key_too_long");
+    JsonDecoder unlimited({"", "", {}});
+    EXPECT_EQ(verdict(unlimited, "{}", payload.data(), payload.size(), 5).substr(0, 9),
+              "key={\"k\":");
+}
+
+// SPEC 10 time from the future: beyond now + future_limit is a dead letter.
+TEST(JsonDecoder, TimeBeyondFutureLimitIsADeadLetter) {
+    DecoderConfig cfg{"k", "ts", {}};
+    cfg.future_limit = 1000;
+    JsonDecoder dec(cfg);
+    const Millis now = 1700000000000;
+    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":1700000001000})", nullptr, 0, kNoTime, now),
+              "key=a time=1700000001000");
+    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":1700000001001})", nullptr, 0, kNoTime, now),
+              "time_in_future");
+    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":"9999-12-31T00:00:00Z"})", nullptr, 0, kNoTime, now),
+              "time_in_future");
+    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":5})", nullptr, 0, kNoTime, now), "key=a time=5");
+    // no wall clock given: no check
+    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":1700000001001})"), "key=a time=1700000001001");
+    Decoded out;
+    const std::string p = R"({"k":"a","ts":1700000005000})";
+    ASSERT_EQ(dec.decode(p.data(), p.size(), nullptr, 0, kNoTime, now, out),
+              DecodeError::TimeInFuture);
+    EXPECT_EQ(dec.detail(), "event time 1700000005000 ms is 5000 ms ahead of the server clock "
+                            "(1700000000000 ms), more than future_limit 1000 ms");
+    EXPECT_STREQ(to_string(DecodeError::TimeInFuture), "time_in_future");
+    // The Kafka timestamp too; kNoTime turns the check off; a negative limit is refused.
+    DecoderConfig from_kafka{"", "", {}};
+    from_kafka.future_limit = 0;
+    JsonDecoder dec2(from_kafka);
+    EXPECT_EQ(verdict(dec2, "{}", "k", 1, now, now), "key=k time=1700000000000");
+    EXPECT_EQ(verdict(dec2, "{}", "k", 1, now + 1, now), "time_in_future");
+    JsonDecoder off({"", "", {}});
+    EXPECT_EQ(verdict(off, "{}", "k", 1, now + 86400000, now), "key=k time=1700086400000");
+    DecoderConfig negative{"", "", {}};
+    negative.future_limit = -1;
+    EXPECT_THROW(JsonDecoder{negative}, Error);
 }

@@ -27,10 +27,14 @@ enum class RefKind { Tumbling, Hopping, Sliding, Session };
 
 inline const char* ref_kind_name(RefKind k) {
     switch (k) {
-        case RefKind::Tumbling: return "tumbling";
-        case RefKind::Hopping: return "hopping";
-        case RefKind::Sliding: return "sliding";
-        case RefKind::Session: return "session";
+    case RefKind::Tumbling:
+        return "tumbling";
+    case RefKind::Hopping:
+        return "hopping";
+    case RefKind::Sliding:
+        return "sliding";
+    case RefKind::Session:
+        return "session";
     }
     return "?";
 }
@@ -96,9 +100,9 @@ struct RefAgg {
 struct RefRow {
     std::string key;
     RefMillis start = 0;
-    RefMillis end = 0;         // exclusive, as reported
+    RefMillis end = 0;  // exclusive, as reported
     RefMillis event_time = 0;
-    bool closed = false;       // at the watermark the snapshot was taken at
+    bool closed = false;  // at the watermark the snapshot was taken at
     RefAgg agg;
 };
 
@@ -108,12 +112,13 @@ using RefRows = std::vector<RefRow>;
 // Things the generator should provoke now and then (checked by the random tests so a
 // generator that stopped producing interesting streams is noticed).
 struct RefCoverage {
-    std::int64_t contributions = 0;     // (record, window) pairs folded / records accepted
+    std::int64_t contributions = 0;  // (record, window) pairs folded / records accepted
     std::int64_t late_drops = 0;
-    std::int64_t session_merges = 0;    // records that joined two or more open sessions
-    std::int64_t session_extends = 0;   // records that joined exactly one open session
-    std::int64_t backward_drops = 0;    // session: late record refused to extend backwards
-    std::int64_t closed_in_reach = 0; // session: accepted although a closed session covers t
+    std::int64_t session_merges = 0;   // records that joined two or more open sessions
+    std::int64_t session_extends = 0;  // records that joined exactly one open session
+    std::int64_t backward_drops = 0;   // session: late record refused to extend over closed history
+    std::int64_t late_extends = 0;     // session: late record extended an open session backwards
+    std::int64_t closed_in_reach = 0;  // session: accepted although a closed session covers t
 };
 
 class RefModel {
@@ -131,11 +136,27 @@ public:
     // this record) is w.
     void add(const std::string& key, RefMillis t, const RefValue& v, RefMillis w) {
         switch (spec_.kind) {
-            case RefKind::Tumbling:
-            case RefKind::Hopping: add_grid(key, t, v, w); break;
-            case RefKind::Sliding: add_sliding(key, t, v, w); break;
-            case RefKind::Session: add_session(key, t, v, w); break;
+        case RefKind::Tumbling:
+        case RefKind::Hopping:
+            add_grid(key, t, v, w);
+            break;
+        case RefKind::Sliding:
+            add_sliding(key, t, v, w);
+            break;
+        case RefKind::Session:
+            add_session(key, t, v, w);
+            break;
         }
+    }
+
+    // The worker restarted with committed watermark w: sessions closed by then are gone
+    // from its memory, so open sessions may no longer extend back into what w had closed.
+    void restart(RefMillis w) {
+        if (spec_.kind != RefKind::Session) return;
+        const RefMillis closed_zone = w - 1 - spec_.size - spec_.grace;
+        for (auto& [key, list] : sessions_)
+            for (Session& s : list)
+                if (session_open(s, w)) s.floor = std::max(s.floor, closed_zone);
     }
 
     // Every window that exists now, marked closed or not at watermark w; sorted by
@@ -149,43 +170,43 @@ public:
     void snapshot(RefMillis w, RefRows& rows) const {
         rows.clear();
         switch (spec_.kind) {
-            case RefKind::Tumbling:
-            case RefKind::Hopping:
-                for (const auto& [k, agg] : grid_) {
+        case RefKind::Tumbling:
+        case RefKind::Hopping:
+            for (const auto& [k, agg] : grid_) {
+                RefRow r;
+                r.key = k.first;
+                r.start = k.second;
+                r.end = k.second + spec_.size;
+                r.event_time = agg.max_t;
+                r.closed = w >= r.end + spec_.grace;
+                r.agg = agg;
+                rows.push_back(std::move(r));
+            }
+            break;
+        case RefKind::Sliding:
+            if (sliding_stale_) {  // re-derive only after the accepted set changed
+                sliding_rows_.clear();
+                sliding_derive(sliding_rows_);
+                sliding_stale_ = false;
+            }
+            for (const RefRow& cached : sliding_rows_) {
+                rows.push_back(cached);
+                rows.back().closed = w >= cached.end + spec_.grace;
+            }
+            break;
+        case RefKind::Session:
+            for (const auto& [key, list] : sessions_)
+                for (const Session& s : list) {
                     RefRow r;
-                    r.key = k.first;
-                    r.start = k.second;
-                    r.end = k.second + spec_.size;
-                    r.event_time = agg.max_t;
-                    r.closed = w >= r.end + spec_.grace;
-                    r.agg = agg;
+                    r.key = key;
+                    r.start = s.first;
+                    r.end = s.last + 1;
+                    r.event_time = s.last;
+                    r.closed = !session_open(s, w);
+                    for (const auto& [t, v] : s.records) r.agg.add(t, v);
                     rows.push_back(std::move(r));
                 }
-                break;
-            case RefKind::Sliding:
-                if (sliding_stale_) {  // re-derive only after the accepted set changed
-                    sliding_rows_.clear();
-                    sliding_derive(sliding_rows_);
-                    sliding_stale_ = false;
-                }
-                for (const RefRow& cached : sliding_rows_) {
-                    rows.push_back(cached);
-                    rows.back().closed = w >= cached.end + spec_.grace;
-                }
-                break;
-            case RefKind::Session:
-                for (const auto& [key, list] : sessions_)
-                    for (const Session& s : list) {
-                        RefRow r;
-                        r.key = key;
-                        r.start = s.first;
-                        r.end = s.last + 1;
-                        r.event_time = s.last;
-                        r.closed = !session_open(s, w);
-                        for (const auto& [t, v] : s.records) r.agg.add(t, v);
-                        rows.push_back(std::move(r));
-                    }
-                break;
+            break;
         }
         // grid_, accepted_ and sessions_ iterate keys in order; sessions are kept sorted.
     }
@@ -260,6 +281,11 @@ private:
     struct Session {
         RefMillis first = 0;
         RefMillis last = 0;
+        // A late record may extend the session backwards only to times after this: the
+        // closed zone (latest t whose own [t, t] is closed) when it began or the worker
+        // restarted; a merge keeps the earliest session's. Closed sessions before it
+        // raise it further when it is checked (see add_session).
+        RefMillis floor = std::numeric_limits<RefMillis>::min();
         std::vector<std::pair<RefMillis, RefValue>> records;
     };
 
@@ -282,10 +308,13 @@ private:
         for (std::size_t i = 0; i < list.size(); ++i) {
             const bool covers = list[i].first - gap <= t && t <= list[i].last + gap;
             if (!covers) continue;
-            if (session_open(list[i], w)) joined.push_back(i);
-            else closed_covers = true;
+            if (session_open(list[i], w))
+                joined.push_back(i);
+            else
+                closed_covers = true;
         }
         const bool own_closed = w >= t + 1 + gap + spec_.grace;
+        const RefMillis closed_zone = w - 1 - gap - spec_.grace;  // own_closed iff t <= this
         if (joined.empty()) {
             if (own_closed) {
                 ++late_session_;
@@ -295,22 +324,36 @@ private:
             if (closed_covers) ++cov_.closed_in_reach;
             Session s;
             s.first = s.last = t;
+            s.floor = closed_zone;
             s.records.emplace_back(t, v);
             insert_sorted(list, std::move(s));
             ++cov_.contributions;
             return;
         }
-        RefMillis min_first = list[joined.front()].first;
-        for (std::size_t i : joined) min_first = std::min(min_first, list[i].first);
-        if (t < min_first && own_closed) {  // a late record may not extend a session backwards
-            ++late_session_;
-            ++cov_.late_drops;
-            ++cov_.backward_drops;
-            return;
+        std::size_t earliest = joined.front();
+        for (std::size_t i : joined)
+            if (list[i].first < list[earliest].first) earliest = i;
+        if (t < list[earliest].first && own_closed) {
+            // A late record extends the open session backwards (SPEC 4), but never over
+            // closed history: not to its floor, nor to the last record of any closed
+            // session before it (else a closed session could share its first record time,
+            // the sink row's identity, with this one and have its final row overwritten).
+            RefMillis floor = list[earliest].floor;
+            for (const Session& p : list)
+                if (!session_open(p, w) && p.first < list[earliest].first)
+                    floor = std::max(floor, p.last);
+            if (t <= floor) {
+                ++late_session_;
+                ++cov_.late_drops;
+                ++cov_.backward_drops;
+                return;
+            }
+            ++cov_.late_extends;
         }
         Session merged;
         merged.first = t;
         merged.last = t;
+        merged.floor = list[earliest].floor;
         merged.records.emplace_back(t, v);
         for (std::size_t i : joined) {
             merged.first = std::min(merged.first, list[i].first);
@@ -318,8 +361,10 @@ private:
             merged.records.insert(merged.records.end(), list[i].records.begin(),
                                   list[i].records.end());
         }
-        if (joined.size() >= 2) ++cov_.session_merges;
-        else ++cov_.session_extends;
+        if (joined.size() >= 2)
+            ++cov_.session_merges;
+        else
+            ++cov_.session_extends;
         if (closed_covers) ++cov_.closed_in_reach;
         for (auto it = joined.rbegin(); it != joined.rend(); ++it)
             list.erase(list.begin() + static_cast<std::ptrdiff_t>(*it));
@@ -331,11 +376,11 @@ private:
     std::int64_t late_window_ = 0;
     std::int64_t late_session_ = 0;
     RefCoverage cov_;
-    std::map<RefRowKey, RefAgg> grid_;                                              // grid
-    std::map<std::string, std::vector<std::pair<RefMillis, RefValue>>> accepted_;   // sliding
-    mutable RefRows sliding_rows_;       // sliding_derive() cache
+    std::map<RefRowKey, RefAgg> grid_;                                             // grid
+    std::map<std::string, std::vector<std::pair<RefMillis, RefValue>>> accepted_;  // sliding
+    mutable RefRows sliding_rows_;  // sliding_derive() cache
     mutable bool sliding_stale_ = false;
-    std::map<std::string, std::vector<Session>> sessions_;                          // session
+    std::map<std::string, std::vector<Session>> sessions_;  // session
 };
 
 }  // namespace stoatflow_test

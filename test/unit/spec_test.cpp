@@ -1,6 +1,7 @@
 // Window definitions: every validation error, the close rule, minimum retention, and
 // segment arithmetic (interval formula, expiry, live-segment bound).
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/limits.hpp"
 #include "stoatflow/core/segment_layout.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
@@ -43,6 +44,26 @@ TEST(Validation, EveryBadDefinitionIsRejectedWithAUsefulMessage) {
     EXPECT_EQ(error_of(WindowSpec::session(1, 0)), "");
 }
 
+// SPEC 10 Bounds: a record may fall into at most kMaxWindowsPerRecord hopping windows.
+TEST(Validation, HoppingWithTooManyWindowsPerRecordIsRefused) {
+    static_assert(kMaxWindowsPerRecord == 1000);
+    EXPECT_EQ(error_of(WindowSpec::hopping(1000, 1)), "");
+    EXPECT_EQ(error_of(WindowSpec::hopping(60000, 60)), "");
+    EXPECT_EQ(error_of(WindowSpec::hopping(1001, 1)),
+              "hopping window puts each record into 1001 windows (size / advance), more than "
+              "the limit of 1000");
+    // size / advance rounded up: 10001 / 10 → up to 1001 windows for some records
+    EXPECT_NE(error_of(WindowSpec::hopping(10001, 10)), "");
+    try {
+        WindowSpec::hopping(86400000, 1000).validate();
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.sqlstate(), "22023");
+        EXPECT_NE(std::string(e.what()).find("86400 windows"), std::string::npos) << e.what();
+        EXPECT_NE(e.hint().find("larger advance"), std::string::npos) << e.hint();
+    }
+}
+
 TEST(Validation, RetentionBelowTheMinimumIsRejected) {
     EXPECT_EQ(resolve_retention(WindowSpec::tumbling(10, 5), kNoTime), 15);
     EXPECT_EQ(resolve_retention(WindowSpec::tumbling(10, 5), 100), 100);
@@ -79,9 +100,9 @@ TEST(Retention, MinimumPerKind) {
 }
 
 TEST(Segments, IntervalIsMaxOfHalfRetentionFloorAndWindowLength) {
-    EXPECT_EQ(SegmentLayout(30'000, 10'000).interval(), 60'000);          // floor
-    EXPECT_EQ(SegmentLayout(120'000, 90'000).interval(), 90'000);         // window length
-    EXPECT_EQ(SegmentLayout(3'600'000, 300'000).interval(), 1'800'000);   // retention / 2
+    EXPECT_EQ(SegmentLayout(30'000, 10'000).interval(), 60'000);         // floor
+    EXPECT_EQ(SegmentLayout(120'000, 90'000).interval(), 90'000);        // window length
+    EXPECT_EQ(SegmentLayout(3'600'000, 300'000).interval(), 1'800'000);  // retention / 2
 }
 
 TEST(Segments, SegmentOfIsEpochAligned) {
@@ -104,9 +125,9 @@ TEST(Segments, DroppedWholeOnlyOnceEntirelyBehindRetention) {
 }
 
 TEST(Segments, LiveSegmentBound) {
-    EXPECT_EQ(SegmentLayout(30'000, 10'000).max_live_segments(), 2);       // ceil(0.5)+1
-    EXPECT_EQ(SegmentLayout(120'000, 10'000).max_live_segments(), 3);      // 2 + 1
-    EXPECT_EQ(SegmentLayout(150'000, 10'000).max_live_segments(), 3);      // ceil(150/75)+1
+    EXPECT_EQ(SegmentLayout(30'000, 10'000).max_live_segments(), 2);   // ceil(0.5)+1
+    EXPECT_EQ(SegmentLayout(120'000, 10'000).max_live_segments(), 3);  // 2 + 1
+    EXPECT_EQ(SegmentLayout(150'000, 10'000).max_live_segments(), 3);  // ceil(150/75)+1
     EXPECT_EQ(SegmentLayout(3'600'000, 60'000).max_live_segments(), 3);
 }
 

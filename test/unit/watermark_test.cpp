@@ -24,7 +24,7 @@ TEST(Watermark, MinimumOverPartitionsThatHoldData) {
     Watermark wm(0);
     wm.assign(0, true);
     wm.assign(1, true);
-    wm.assign(2, false);  // empty when consumption started: never holds W back
+    wm.assign(2, false);                     // empty when consumption started: never holds W back
     EXPECT_EQ(wm.observe(0, 100), kNoTime);  // partition 1 has data but delivered nothing yet
     EXPECT_EQ(wm.observe(1, 40), 40);
     EXPECT_EQ(wm.observe(1, 70), 70);
@@ -126,6 +126,24 @@ TEST(Watermark, WhenEveryPartitionIsIdleWFollowsTheNewestRecord) {
     wm.caught_up(1, 0);
     EXPECT_EQ(wm.current(), 4'990);
     EXPECT_EQ(wm.tick(999), 4'990);
-    EXPECT_EQ(wm.tick(1000), 99'990);  // both idle: the newest record counts
+    EXPECT_EQ(wm.tick(1000), 99'990);               // both idle: the newest record counts
     EXPECT_EQ(wm.observe(1, 6'000, 2000), 99'990);  // never back
+}
+
+// A restart assigns partitions one by one. While a partition with data waiting is not yet
+// assigned, W must not move on the others: it would pass where it stood before the crash
+// (a window closed early is never reopened).
+TEST(Watermark, RestoreThenAssignNeverMovesWPastWhereItStood) {
+    Watermark before(0);
+    before.assign(0, false);
+    before.assign(1, true);
+    before.observe(0, 100);  // partition 1 pins W: nothing delivered yet
+    ASSERT_EQ(before.current(), kNoTime);
+    Watermark after(0);
+    after.restore(before.serialize());
+    after.assign(0, false);  // restored max 100
+    EXPECT_EQ(after.current(), kNoTime);
+    after.assign(1, true);  // still waiting for its first record
+    EXPECT_EQ(after.tick(1), kNoTime);
+    EXPECT_EQ(after.observe(1, 60), 60);
 }

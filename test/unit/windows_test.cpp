@@ -108,9 +108,15 @@ TEST(Sliding, InOrderRecordsMakeLeftAndRightWindows) {
         EXPECT_EQ(r.end, r.start + 11);
         got.emplace_back(r.start, r.values[0]);
     }
-    EXPECT_EQ(got, (std::vector<std::pair<Millis, std::string>>{{0, "1"}, {5, "2"}, {10, "3"},
-                                                                {11, "2"}, {12, "3"}, {16, "2"},
-                                                                {20, "3"}, {21, "2"}, {23, "1"}}));
+    EXPECT_EQ(got, (std::vector<std::pair<Millis, std::string>>{{0, "1"},
+                                                                {5, "2"},
+                                                                {10, "3"},
+                                                                {11, "2"},
+                                                                {12, "3"},
+                                                                {16, "2"},
+                                                                {20, "3"},
+                                                                {21, "2"},
+                                                                {23, "1"}}));
 }
 
 TEST(Sliding, OutOfOrderRecordUpdatesAndCreatesWindows) {
@@ -121,9 +127,17 @@ TEST(Sliding, OutOfOrderRecordUpdatesAndCreatesWindows) {
     h.commit(1000);
     std::vector<std::pair<Millis, std::string>> got;
     for (auto& r : h.rows()) got.emplace_back(r.start, r.values[0]);
-    EXPECT_EQ(got, (std::vector<std::pair<Millis, std::string>>{
-                       {0, "1"}, {3, "2"}, {5, "3"}, {10, "4"}, {11, "3"}, {12, "4"},
-                       {14, "3"}, {16, "2"}, {20, "3"}, {21, "2"}, {23, "1"}}));
+    EXPECT_EQ(got, (std::vector<std::pair<Millis, std::string>>{{0, "1"},
+                                                                {3, "2"},
+                                                                {5, "3"},
+                                                                {10, "4"},
+                                                                {11, "3"},
+                                                                {12, "4"},
+                                                                {14, "3"},
+                                                                {16, "2"},
+                                                                {20, "3"},
+                                                                {21, "2"},
+                                                                {23, "1"}}));
 }
 
 TEST(Sliding, RecordWhoseOwnWindowClosedIsDroppedWhole) {
@@ -191,7 +205,7 @@ TEST(Session, ClosedSessionNeverReopens) {
     EXPECT_TRUE(h.sink.at({"a", 0}).final);
     h.push({"a", 12, 1});  // within the gap of [0,5], which is closed: joins [16,16]
     EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
-    h.push({"a", 3, 1});   // its own [3,3] closed at 14 ≤ 16 and it cannot extend: dropped
+    h.push({"a", 3, 1});  // its own [3,3] closed at 14 ≤ 16 and it cannot extend: dropped
     EXPECT_EQ(h.agg.stats().dropped_late_session, 1);
     h.commit(1000);
     EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 6, 5, {"2", "2"}, true},
@@ -205,6 +219,69 @@ TEST(Session, LateRecordInsideAnOpenSessionCounts) {
     EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
     h.commit();
     EXPECT_EQ(h.sink.at({"a", 0}).values, (std::vector<std::string>{"5", "9"}));
+}
+
+// SPEC 4: a record within gap of an open session joins it even when its own [t, t] is
+// closed, extending the session backwards; the row under the old start is retracted.
+TEST(Session, LateRecordExtendsAnOpenSessionBackwards) {
+    // session(20 s, grace 3 s), W = max event time − 10 s
+    Harness h(WindowSpec::session(20000, 3000), EmitStrategy::OnWindowUpdate, 10000);
+    h.push({{"a", 30000, 1}, {"a", 50000, 2}});  // W = 40 s
+    h.commit();
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 30000, 50001, 50000, {"2", "3"}, false}}));
+    h.push({"a", 15000, 4});  // its own [15 s] closed at 38.001 s ≤ 40 s, but 30 s is open
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
+    auto out = h.commit();
+    ASSERT_EQ(out.deletes.size(), 1u);
+    EXPECT_EQ(out.deletes[0].start, 30000);
+    int tombstones = 0;
+    for (auto& s : out.state) tombstones += s.removed && s.start == 30000;
+    EXPECT_EQ(tombstones, 1);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 15000, 50001, 50000, {"3", "7"}, false}}));
+    h.commit(1000000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 15000, 50001, 50000, {"3", "7"}, true}}));
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
+}
+
+// The sink knows a session by (key, first record): a late extension never reaches back
+// over a closed session, which would overwrite (or straddle) its final row.
+TEST(Session, LateExtensionNeverReachesBackOverAClosedSession) {
+    // gap 10, no grace, no out-of-orderness: [0,0] closes once W ≥ 11.
+    Harness h(WindowSpec::session(10));
+    h.push({{"a", 0, 1}, {"b", 11, 1}});  // W = 11 closes a's [0,0]
+    h.commit();
+    EXPECT_TRUE(h.sink.at({"a", 0}).final);
+    h.push({"a", 13, 1});  // own [13,13] open (closes at 24): a new session, not [0,0]
+    h.push({"a", 0, 5});   // late, within gap of [13,13]: would start at 0, where [0,0] does
+    h.push({"a", 4, 5});   // late, would reach over [0,0]'s last record... no: 4 > 0 is
+                           // after it, but [13] began when W had closed up to 0: allowed
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 1);
+    h.commit(1000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 1, 0, {"1", "1"}, true},
+                                          {"a", 4, 14, 13, {"2", "6"}, true},
+                                          {"b", 11, 12, 11, {"1", "1"}, true}}));
+}
+
+// A session that closes while a later one is open raises that one's floor, whether the
+// closed one has already left memory (a commit in between) or not.
+TEST(Session, SessionClosingLaterStillBlocksTheExtension) {
+    for (bool commit_between : {false, true}) {
+        // gap 10, no grace, out-of-orderness 20
+        Harness h(WindowSpec::session(10), EmitStrategy::OnWindowUpdate, 20);
+        h.push({{"a", 0, 1}, {"a", 2, 1}, {"a", 15, 1}, {"a", 13, 1}});  // [0,2], [13,15]
+        h.push({"b", 40, 1});  // W = 20 closes [0,2] (at 13); [13,15] stays open (until 26)
+        if (commit_between) h.commit();
+        h.push({"a", 4, 1});  // late, after [0,2]'s last: extends [13,15] to [4,15]
+        h.push({"a", 0, 1});  // late, within gap of [4,15], but where [0,2] starts: dropped
+        h.push({"a", 2, 1});  // ... and onto [0,2]'s last record: dropped
+        h.push({"a", 3, 1});  // after it: extends to [3,15]
+        EXPECT_EQ(h.agg.stats().dropped_late_session, 2) << commit_between;
+        h.commit(1000);
+        EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 3, 2, {"2", "2"}, true},
+                                              {"a", 3, 16, 15, {"4", "4"}, true},
+                                              {"b", 40, 41, 40, {"1", "1"}, true}}))
+            << commit_between;
+    }
 }
 
 TEST(Session, KeysAreIndependent) {

@@ -3,6 +3,7 @@
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,24 +36,65 @@ std::vector<AggSpec> normalize_aggregates(std::vector<AggSpec> specs);
 // Checks a JSON field path: dot-separated non-empty names. Throws Error (22023).
 void validate_field_path(const std::string& path);
 
-// A numeric field value taken from one record, for one aggregate.
+// Integers are summed exactly up to this many decimal digits per value (SPEC 10); a longer
+// one is a dead letter (value_out_of_range). 10^38 − 1 still fits __int128.
+inline constexpr int kMaxExactIntegerDigits = 38;
+
+// A numeric field value taken from one record, for one aggregate. Small (24 bytes): the
+// rare integer beyond int64 keeps its high half where a double would be.
 struct Value {
-    enum class Kind : std::uint8_t { Missing, Int, Double } kind = Kind::Missing;
-    std::int64_t i = 0;
-    double d = 0;
+    enum class Kind : std::uint8_t { Missing, Int, Double, BigInt } kind = Kind::Missing;
+    std::int64_t i = 0;  // Int: the value; BigInt: its low 64 bits
+    union {
+        double d = 0;     // Double: the value
+        std::int64_t hi;  // BigInt: its high 64 bits (two's complement)
+    };
     static Value missing() { return {}; }
-    static Value of_int(std::int64_t v) { return {Kind::Int, v, 0}; }
-    static Value of_double(double v) { return {Kind::Double, 0, v}; }
+    static Value of_int(std::int64_t v) {
+        Value x;
+        x.kind = Kind::Int;
+        x.i = v;
+        return x;
+    }
+    static Value of_double(double v) {
+        Value x;
+        x.kind = Kind::Double;
+        x.d = v;
+        return x;
+    }
+    // Any __int128; of_big of an int64 is still an Int, so the common path sees it as one.
+    static Value of_big(__int128 v) {
+        if (v >= INT64_MIN && v <= INT64_MAX) return of_int(static_cast<std::int64_t>(v));
+        Value x;
+        x.kind = Kind::BigInt;
+        x.i = static_cast<std::int64_t>(static_cast<std::uint64_t>(v));
+        x.hi = static_cast<std::int64_t>(v >> 64);
+        return x;
+    }
+    __int128 big() const {
+        return static_cast<__int128>(
+            (static_cast<unsigned __int128>(static_cast<std::uint64_t>(hi)) << 64) |
+            static_cast<std::uint64_t>(i));
+    }
 };
 
-// One aggregate's state in one window. Integer inputs sum exactly in `isum`;
-// values with a fractional part add into `d`. min/max keep their value in `d`.
+// One aggregate's state in one window. Integer inputs sum exactly: the sum is
+// ihi·2^126 + isum. int64 inputs add into isum alone (the hot path, unchanged: isum has
+// 2^126 of headroom, 2^63 int64 additions); larger ones and merges carry into ihi, which
+// keeps sums of up to ~10^56 exact. Values with a fractional part add into `d`. min/max
+// keep their value in `d`.
 struct AggCell {
     __int128 isum = 0;
     double d = 0;
-    std::int64_t n = 0;  // values seen (count(*): records)
-    bool operator==(const AggCell& o) const { return isum == o.isum && d == o.d && n == o.n; }
+    std::int64_t n = 0;    // values seen (count(*): records)
+    std::int64_t ihi = 0;  // the sum's multiples of 2^126
+    bool operator==(const AggCell& o) const;
 };
+
+// The exact integer sum of a cell, normalized: isum in [0, 2^126), ihi = floor(sum / 2^126).
+void normalize_sum(AggCell& c);
+// The exact integer sum ihi·2^126 + isum as decimal text.
+std::string wide_sum_to_string(std::int64_t ihi, __int128 isum);
 
 // The cells of one window: up to four inline (no allocation, same cache line as the
 // window), more on the heap. Converts to and from std::vector for outputs and restores.
@@ -84,7 +126,9 @@ public:
         assign(v.data(), v.size());
         return *this;
     }
-    operator std::vector<AggCell>() const { return std::vector<AggCell>(data(), data() + size_); }  // NOLINT
+    operator std::vector<AggCell>() const {
+        return std::vector<AggCell>(data(), data() + size_);
+    }  // NOLINT
     AggCell* data() { return heap_ ? heap_.get() : inline_; }
     const AggCell* data() const { return heap_ ? heap_.get() : inline_; }
     std::size_t size() const { return size_; }
@@ -99,8 +143,10 @@ public:
 private:
     void resize(std::size_t n) {
         size_ = n;
-        if (n > kInline) heap_.reset(new AggCell[n]);
-        else heap_.reset();
+        if (n > kInline)
+            heap_.reset(new AggCell[n]);
+        else
+            heap_.reset();
         for (std::size_t i = 0; i < n; ++i) data()[i] = AggCell{};
     }
     void assign(const AggCell* src, std::size_t n) {
@@ -134,10 +180,19 @@ public:
     // Any column as text (for tests and the SQL layer's text paths).
     std::optional<std::string> as_text(std::size_t i, const AggCell& c) const;
 
-    // Compact binary state: only the fields each function needs, little-endian.
+    // Compact binary state: only the fields each function needs, little-endian. Per cell:
+    // n (int64); min/max: d; sum/avg: the integer sum's low 128 bits, then d. That is the
+    // whole row (version 0.1's format, of a length fixed by the specs: state_v01_size())
+    // whenever every integer sum fits __int128; otherwise the row goes on with a tail: the
+    // byte 2 (format version) and each sum/avg cell's ihi (int64), and the 128 bits
+    // written are the normalized isum.
     void serialize(const AggCell* cells, std::string& out) const;
-    // Throws Error (XX001) on a short or malformed buffer.
+    // Reads both forms (rows written by 0.1 included). Throws Error (XX001) on a short or
+    // malformed buffer.
     std::vector<AggCell> deserialize(const char* data, std::size_t len) const;
+    // Length of a row in the 0.1 format for these aggregates.
+    std::size_t state_v01_size() const;
+    static constexpr char kStateWideSums = 2;  // version byte of the tail
 
 private:
     std::vector<AggSpec> specs_;

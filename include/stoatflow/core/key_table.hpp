@@ -30,9 +30,12 @@ public:
     KeyTable& operator=(const KeyTable&) = delete;
 
     std::size_t size() const { return size_; }
+    // Heap held by the table itself: the slot array and every entry with its key's bytes
+    // (not what V owns). O(1): entry bytes are counted as entries come and go.
+    std::size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot) + entry_bytes_; }
 
     static std::uint64_t hash_of(std::string_view key) {
-        return std::hash<std::string_view>{}(key) * 0x9E3779B97F4A7C15ull;
+        return std::hash<std::string_view>{}(key)*0x9E3779B97F4A7C15ull;
     }
     // Batch lookups: touch the slot a hash lands on (and the entry found there) early, so
     // the cache misses of several records overlap instead of queueing.
@@ -65,6 +68,7 @@ public:
         auto* e = new Entry{std::string(key), V{}, h};
         slots_[i] = {h, e};
         ++size_;
+        entry_bytes_ += entry_bytes(*e);
         return e;
     }
 
@@ -72,6 +76,7 @@ public:
     void erase(Entry* e) {
         std::size_t i = e->hash & mask();
         while (slots_[i].entry != e) i = (i + 1) & mask();
+        entry_bytes_ -= entry_bytes(*e);
         delete e;
         --size_;
         for (std::size_t j = (i + 1) & mask(); slots_[j].entry; j = (j + 1) & mask()) {
@@ -96,6 +101,11 @@ private:
         std::uint64_t hash = 0;
         Entry* entry = nullptr;
     };
+    static std::size_t entry_bytes(const Entry& e) {
+        // A key longer than the string's inline buffer has its own allocation.
+        const bool heap_key = e.first.capacity() > std::string().capacity();
+        return sizeof(Entry) + (heap_key ? e.first.capacity() + 1 : 0);
+    }
     std::size_t mask() const { return slots_.size() - 1; }
     void grow() {
         std::vector<Slot> old(slots_.size() * 2);
@@ -110,6 +120,7 @@ private:
 
     std::vector<Slot> slots_;
     std::size_t size_ = 0;
+    std::size_t entry_bytes_ = 0;
 };
 
 }  // namespace stoatflow::core

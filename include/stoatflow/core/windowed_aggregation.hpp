@@ -31,11 +31,11 @@ const char* to_string(DropReason r);
 struct WindowStateRow {
     std::string key;
     Millis start = 0;
-    Millis end = 0;          // exclusive; sessions: last record + 1 ms
-    Millis event_time = 0;   // latest record time in the window
+    Millis end = 0;         // exclusive; sessions: last record + 1 ms
+    Millis event_time = 0;  // latest record time in the window
     CellArray cells;
-    bool removed = false;    // tombstone: a session merged away or moved
-    Millis segment = 0;      // segment start this row belongs to
+    bool removed = false;  // tombstone: a session merged away or moved
+    Millis segment = 0;    // segment start this row belongs to
 };
 
 // One sink operation.
@@ -72,9 +72,9 @@ struct AggregationStats {
     std::int64_t records_in = 0;
     std::int64_t dropped_late_window = 0;
     std::int64_t dropped_late_session = 0;
-    std::int64_t windows_emitted = 0;     // first emission of a window
-    std::int64_t windows_reemitted = 0;   // later emissions of the same window
-    std::int64_t sessions_merged = 0;     // sessions absorbed by a merge
+    std::int64_t windows_emitted = 0;    // first emission of a window
+    std::int64_t windows_reemitted = 0;  // later emissions of the same window
+    std::int64_t sessions_merged = 0;    // sessions absorbed by a merge
 };
 
 class WindowedAggregation {
@@ -117,7 +117,12 @@ public:
     // Windows changed since the last flush (what the next commit will write, at least).
     std::size_t pending_changes() const { return dirty_count_; }
     // Windows held in memory (open ones plus closed ones kept for sliding derivation).
-    std::size_t resident_windows() const;
+    std::size_t resident_windows() const { return resident_; }
+    // An estimate of the heap this engine holds: keys with their bytes, the key table,
+    // windows (the per-key blocks as allocated, cells beyond the inline ones), the close
+    // calendar and heaps, the dirty list and pending retractions. O(1): kept up to date as
+    // memory is taken and given back, for worker_memory_limit (SPEC 10) to check often.
+    std::size_t memory_bytes() const;
 
     // Live (open and retained) windows, for window_state(): calls f(key, state).
     template <class F>
@@ -129,9 +134,15 @@ public:
 
     struct WindowState {
         Millis start = 0;
-        Millis end = 0;         // exclusive
+        Millis end = 0;  // exclusive
         Millis max_time = kNoTime;
         Millis emitted_start = kNoTime;  // start of the sink row written for it, if any
+        // Sessions: a late record may extend the session backwards only to times after
+        // this. It covers every closed session of the key before it: W's closed zone when
+        // the session began (or was restored), raised to the last record of each earlier
+        // session that closes while it is open. Closed sessions then never share a start
+        // (the sink row's identity) with, nor lie inside, a later session.
+        Millis floor = kNoTime;
         bool dirty = false;
         bool closed = false;
         bool persisted = false;
@@ -149,7 +160,7 @@ private:
     struct KeyState {
         Windows windows;
         std::uint32_t open = 0;
-        std::uint32_t refs = 0;     // pending close/eviction/dirty entries naming this key
+        std::uint32_t refs = 0;  // pending close/eviction/dirty entries naming this key
         // Grid kinds: the calendar bucket the key is filed in (its earliest open window's
         // close point), kNoTime when it has none. Entries at any other point are stale.
         Millis close_at = kNoTime;
@@ -159,10 +170,10 @@ private:
     using KeyMap = KeyTable<KeyState>;
     using KeyIt = KeyMap::Entry*;
     struct Pending {
-        Millis at;       // close point, or eviction time
-        KeyIt key;       // alive while referenced (KeyState::refs)
+        Millis at;  // close point, or eviction time
+        KeyIt key;  // alive while referenced (KeyState::refs)
         Millis start;
-        Millis end;      // the end the close point was computed for (sessions grow)
+        Millis end;  // the end the close point was computed for (sessions grow)
         bool operator>(const Pending& o) const { return at > o.at; }
     };
     using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
@@ -188,6 +199,10 @@ private:
     void add_to(KeyIt kit, WindowState& ws, Millis t, const Value* values);
     void touch(KeyIt kit, WindowState& ws);
     void remove_window(KeyIt kit, std::size_t index);
+    // Inserts an empty window at index (memory accounted); invalidates references.
+    WindowState& insert_window(KeyIt kit, std::size_t index);
+    // Erases a key that holds no windows and no references (memory accounted).
+    void erase_key(KeyIt kit);
     void schedule_close(KeyIt kit, const WindowState& ws);
     void schedule_eviction(KeyIt kit, const WindowState& ws);
     void file_grid_close(KeyIt kit, Millis at);
@@ -198,10 +213,16 @@ private:
     void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out);
     void state_row(const std::string& key, WindowState& ws, CommitOutput& out);
     Millis segment_time(const WindowState& ws) const;
-    bool grid_kind() const { return spec_.kind == WindowKind::Tumbling || spec_.kind == WindowKind::Hopping; }
+    // Sessions: the latest record time whose own [t, t] session W has closed.
+    Millis closed_zone(Millis watermark) const;
+    bool grid_kind() const {
+        return spec_.kind == WindowKind::Tumbling || spec_.kind == WindowKind::Hopping;
+    }
 
     // sliding helpers
-    bool is_record_window(const WindowState& ws) const { return ws.max_time == ws.start + spec_.size; }
+    bool is_record_window(const WindowState& ws) const {
+        return ws.max_time == ws.start + spec_.size;
+    }
 
     WindowSpec spec_;
     AggLayout layout_;
@@ -210,18 +231,22 @@ private:
     WindowAssigner grid_;
 
     KeyMap keys_;
-    Calendar calendar_;                   // grid kinds
-    std::vector<GridClose>* last_bucket_ = nullptr;  // the bucket filed into last (nodes are stable)
+    Calendar calendar_;  // grid kinds
+    std::vector<GridClose>* last_bucket_ =
+        nullptr;  // the bucket filed into last (nodes are stable)
     Millis last_bucket_at_ = kNoTime;
-    MinHeap closes_;                      // sliding and sessions
+    MinHeap closes_;     // sliding and sessions
     MinHeap evictions_;  // sliding: closed windows kept until they leave retention
     // Keys with a window changed since the last flush; the windows carry the dirty flag.
     std::vector<KeyIt> dirty_keys_;
     std::size_t dirty_count_ = 0;  // windows that became dirty since the last flush
     static WindowState* find_window(KeyIt kit, Millis start);
-    std::vector<SinkDelete> retractions_;    // session rows to delete at the next commit
-    std::vector<WindowStateRow> tombstones_; // persisted windows that no longer exist
+    std::vector<SinkDelete> retractions_;     // session rows to delete at the next commit
+    std::vector<WindowStateRow> tombstones_;  // persisted windows that no longer exist
     std::size_t open_windows_ = 0;
+    std::size_t resident_ = 0;          // windows in the keys' blocks
+    std::size_t window_capacity_ = 0;   // WindowState slots allocated across the keys' blocks
+    std::size_t calendar_entries_ = 0;  // GridClose entries filed in calendar_
     AggregationStats stats_;
 };
 

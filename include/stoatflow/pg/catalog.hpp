@@ -20,7 +20,9 @@ struct SourceDef {
     std::string key_path;         // empty: Kafka message key
     std::string event_time_path;  // empty: Kafka timestamp
     core::Millis max_out_of_orderness = 0;
-    core::Millis idle_timeout = 0;  // 0: never idle
+    core::Millis idle_timeout = 0;              // 0: never idle
+    std::size_t max_key_bytes = 0;              // 0: unlimited (stoatflow.max_key_bytes)
+    core::Millis future_limit = core::kNoTime;  // create_source(future_limit); kNoTime: off
     std::string start_offset;
     std::vector<std::pair<std::string, std::string>> kafka_options;
     std::size_t max_key_bytes = 0;               // stoatflow.max_key_bytes when loaded; 0: unlimited
