@@ -25,8 +25,6 @@ struct SourceDef {
     core::Millis future_limit = core::kNoTime;  // create_source(future_limit); kNoTime: off
     std::string start_offset;
     std::vector<std::pair<std::string, std::string>> kafka_options;
-    std::size_t max_key_bytes = 0;               // stoatflow.max_key_bytes when loaded; 0: unlimited
-    core::Millis future_limit = core::kNoTime;   // kNoTime: no check
 };
 
 struct AggregationDef {
