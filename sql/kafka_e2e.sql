@@ -145,3 +145,80 @@ DO $$ BEGIN
     END LOOP;
 END $$;
 SELECT count(*) AS source_workers FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow source%';
+
+-- Through the real worker (SPEC 10): a database-level search_path pointing at a schema with a
+-- shadowing now() and =, and a sink trigger that redirects search_path. The worker connects as
+-- the bootstrap superuser; it pins its own path right after connecting, runs the trigger as the
+-- sink's owner in a security-restricted operation, and qualifies its SQL: nothing of mallory's
+-- ever runs as a superuser.
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS sf_e2e_mallory;
+RESET client_min_messages;
+CREATE ROLE sf_e2e_mallory;
+CREATE SCHEMA e2e_evil AUTHORIZATION sf_e2e_mallory;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval) TO sf_e2e_mallory;
+CREATE TABLE public.e2e_superuser_calls (fn text, by_role text);
+GRANT INSERT ON public.e2e_superuser_calls TO PUBLIC;
+SET ROLE sf_e2e_mallory;
+CREATE FUNCTION e2e_evil.now() RETURNS timestamptz LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        INSERT INTO public.e2e_superuser_calls VALUES ('now', current_user);
+        EXECUTE 'ALTER ROLE sf_e2e_mallory SUPERUSER';
+    END IF;
+    RETURN pg_catalog.now();
+END $$;
+CREATE FUNCTION e2e_evil.texteq(text, text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        INSERT INTO public.e2e_superuser_calls VALUES ('=', current_user);
+        EXECUTE 'ALTER ROLE sf_e2e_mallory SUPERUSER';
+    END IF;
+    RETURN $1 OPERATOR(pg_catalog.=) $2;
+END $$;
+CREATE OPERATOR e2e_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = e2e_evil.texteq);
+CREATE FUNCTION e2e_evil.hijack() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', 'e2e_evil, pg_catalog', false);
+    RETURN NEW;
+END $$;
+RESET ROLE;
+ALTER DATABASE contrib_regression SET search_path = e2e_evil, pg_catalog, public;
+SELECT stoatflow.create_source('evil_src', 'e2e_faults', :'brokers', key => 'user', event_time => 'ts',
+    max_out_of_orderness => '0');
+SET ROLE sf_e2e_mallory;
+SELECT stoatflow.create_aggregation('evil_agg', 'evil_src', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'e2e_evil.counts');
+CREATE TRIGGER hijack BEFORE INSERT OR UPDATE ON e2e_evil.counts FOR EACH ROW EXECUTE FUNCTION e2e_evil.hijack();
+RESET ROLE;
+\! printf '%s\n' '{"user":"m","ts":100000}' '{"user":"m","ts":101000}' '{"user":"m","ts":125000}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_faults -p 0 >/dev/null 2>&1
+SELECT stoatflow.wait_caught_up('evil_src', '60 seconds');
+SELECT key, n, final FROM e2e_evil.counts WHERE key = 'm' ORDER BY window_start;
+SELECT rolsuper AS mallory_is_superuser FROM pg_roles WHERE rolname = 'sf_e2e_mallory';
+SELECT count(*) AS calls_as_superuser FROM public.e2e_superuser_calls;
+ALTER DATABASE contrib_regression RESET search_path;
+SELECT stoatflow.drop_source('evil_src', cascade => true);
+DROP SCHEMA e2e_evil CASCADE;
+DROP TABLE public.e2e_superuser_calls;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval) FROM sf_e2e_mallory;
+DROP ROLE sf_e2e_mallory;
+
+-- More sources than background worker slots (max_worker_processes = 8 in this instance: the
+-- launcher and PostgreSQL's logical replication launcher take two): the ones without a slot
+-- show waiting_for_worker with a hint, instead of nothing.
+SELECT stoatflow.create_source('slot_' || i, 'e2e_idle', :'brokers') FROM generate_series(1, 8) i;
+DO $$ BEGIN
+    FOR i IN 1 .. 300 LOOP
+        EXIT WHEN EXISTS (SELECT 1 FROM stoatflow.sources WHERE status = 'waiting_for_worker');
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END $$;
+SELECT count(*) > 0 AS some_wait, bool_and(last_error ~ 'max_worker_processes') AS with_hint
+  FROM stoatflow.sources WHERE status = 'waiting_for_worker';
+SELECT stoatflow.drop_source('slot_' || i) FROM generate_series(1, 8) i;
+DO $$ BEGIN
+    FOR i IN 1 .. 200 LOOP
+        EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow source%');
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END $$;
+SELECT count(*) AS source_workers FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow source%';

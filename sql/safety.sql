@@ -247,7 +247,18 @@ SELECT stoatflow.hopping('1 minute', '1 millisecond');
 \echo :LAST_ERROR_SQLSTATE
 SELECT (stoatflow.hopping('1 day', '2 minutes')).kind;
 
+-- windows that opened and closed within one commit have state too: window_state shows them
+SELECT processed FROM stoatflow.process_records('recs', jsonb_build_array(rec('oc', 3000), rec('oc', 25000)));
+SELECT key, n, total, final FROM stoatflow.window_state('recs_a', NULL::public.recs_a) ORDER BY window_start, key;
+-- monitoring never fails because a segment table is gone (dropped by expiry while read)
+SELECT format('DROP TABLE stoatflow_state.%I', relname) AS drop_segment
+  FROM stoatflow.segment g JOIN stoatflow.aggregation a USING (aggregation_id)
+ WHERE a.aggregation_name = 'recs_a' LIMIT 1 \gset
+:drop_segment;
+SELECT live_segments, state_bytes FROM stoatflow.stats WHERE aggregation_name = 'recs_a';
+SET client_min_messages = warning;
 SELECT stoatflow.drop_source('recs', cascade => true);
+RESET client_min_messages;
 SELECT stoatflow.drop_source('safe', cascade => true);
 DROP TABLE public.recs_a, public.kw, public.alt;
 DROP SCHEMA mallory CASCADE;
