@@ -24,7 +24,6 @@
 #include <tuple>
 #include <vector>
 
-#include <malloc.h>
 #include <pthread.h>
 
 #include "stoatflow/pg/catalog.hpp"
@@ -146,13 +145,6 @@ bool extension_present() {
 // SQL uses (SPEC 10). PGC_S_OVERRIDE also outranks any later SET by code it runs.
 void pin_search_path() {
     SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
-}
-
-// Bytes of heap the process has allocated (every malloc arena: PostgreSQL's memory contexts,
-// the engines, librdkafka's buffers).
-std::int64_t heap_bytes() {
-    const struct mallinfo2 mi = mallinfo2();
-    return static_cast<std::int64_t>(mi.uordblks + mi.hblkhd);
 }
 
 // stoatflow.source_status: the worker's status, or the launcher's word that it cannot start one.
@@ -540,8 +532,12 @@ private:
     bool over_memory_limit(core::Millis now) {
         if (now - memory_checked_at_ < kMemoryCheckIntervalMs) return memory_blocked_;
         memory_checked_at_ = now;
+        // What grows without bound is window state (keys × open windows); librdkafka's prefetch
+        // is bounded by its own settings and would not shrink by stopping, so the limit counts
+        // the engines' memory.
         const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
-        const std::int64_t used = heap_bytes();
+        std::int64_t used = 0;
+        for (const auto& a : pipeline_->aggregation_memory()) used += static_cast<std::int64_t>(a.second);
         if (limit <= 0 || used <= limit) {
             if (memory_blocked_) {
                 memory_blocked_ = false;
@@ -556,7 +552,7 @@ private:
             std::size_t most = 0;
             for (const auto& a : pipeline_->aggregation_memory())
                 if (a.second >= most) most = a.second, biggest = a.first;
-            const std::string msg = "worker memory " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
+            const std::string msg = "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
                                     megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +
                                     "\" holds the most state (about " + megabytes(static_cast<std::int64_t>(most)) +
                                     "). Raise the limit and reload, or drop or re-declare that aggregation.";

@@ -21,7 +21,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm)
+all=(kill9 restart_immediate broker_down sigterm memory_limit)
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do
     [ -f "$here/$s.sh" ] || { echo "faults: unknown scenario '$s' (have: ${all[*]})" >&2; exit 2; }
