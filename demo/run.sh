@@ -91,12 +91,15 @@ psql -v brokers="$KAFKA_BROKERS" <<'SQL'
 CREATE EXTENSION stoatflow;
 SELECT stoatflow.create_source('pageviews', 'pageviews', :'brokers',
     key => 'user_id', event_time => 'ts', max_out_of_orderness => '10 seconds');
+-- one transaction: the worker starts both aggregations from the first record
+BEGIN;
 -- page views and revenue per user per minute
 SELECT stoatflow.create_aggregation('views_per_minute', 'pageviews', stoatflow.tumbling('1 minute'),
     'count(*) AS views, sum(amount) AS revenue, max(amount)', 'views_per_minute');
 -- visits: a session ends after 30 s without a page view
 SELECT stoatflow.create_aggregation('visits', 'pageviews', stoatflow.session('30 seconds'),
     'count(*) AS views, sum(amount) AS revenue', 'visits', emit => 'on_window_close');
+COMMIT;
 SQL
 echo "(the worker consumes in the background; waiting for it to catch up)"
 psql -c "SELECT stoatflow.wait_caught_up('pageviews', '60 seconds') AS caught_up"
