@@ -68,6 +68,15 @@ std::vector<Segment> load_segments(std::int32_t aggregation_id) {
     return out;
 }
 
+core::Millis committed_watermark(std::int32_t aggregation_id) {
+    if (spi_exec("SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
+                 "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(aggregation_id)}) > 0 &&
+        !spi_isnull(0, 1))
+        return *spi_int64(0, 1);
+    return core::kNoTime;
+}
+
 void read_window_rows(const AggregationDef& /*def*/, const core::AggLayout& layout,
                       const std::vector<Segment>& segments,
                       const std::function<void(const core::WindowStateRow&)>& f) {

@@ -31,12 +31,7 @@ STOATFLOW_FUNCTION(stoatflow_resync_sink) {
     // read below is the newest committed state and nothing newer is overwritten with older values.
     spi_exec("SELECT 1 FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
              {arg_int32(def.id)});
-    core::Millis w = core::kNoTime;
-    if (spi_exec("SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
-                 "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
-                 {arg_int32(def.id)}) > 0 &&
-        !spi_isnull(0, 1))
-        w = *spi_int64(0, 1);
+    const core::Millis w = committed_watermark(def.id);
 
     const core::AggLayout layout(def.aggregates);
     const bool on_close = def.emit == core::EmitStrategy::OnWindowClose;

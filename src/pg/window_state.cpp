@@ -49,11 +49,7 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
                     "window_state is not available for aggregation \"" + name +
                         "\": row-level security applies to its sink for this role",
                     "Query the sink table itself; its policies decide which windows you see.");
-    core::Millis w = core::kNoTime;
-    if (spi_exec("SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
-                 "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
-                 {arg_int32(def.id)}) > 0 && !spi_isnull(0, 1))
-        w = *spi_int64(0, 1);
+    const core::Millis w = committed_watermark(def.id);
 
     core::AggLayout layout(def.aggregates);
     std::vector<core::WindowStateRow> rows;

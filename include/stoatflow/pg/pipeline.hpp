@@ -172,5 +172,7 @@ void read_window_rows(const AggregationDef& def, const core::AggLayout& layout,
                       const std::vector<Segment>& segments,
                       const std::function<void(const core::WindowStateRow&)>& f);
 std::vector<Segment> load_segments(std::int32_t aggregation_id);
+// The watermark of the aggregation's source as last committed (kNoTime before the first commit).
+core::Millis committed_watermark(std::int32_t aggregation_id);
 
 }  // namespace stoatflow::pg
