@@ -14,7 +14,8 @@ namespace {
 
 std::string lower(const std::string& s) {
     std::string out = s;
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
     return out;
 }
 
@@ -27,10 +28,10 @@ bool contains(const std::string& s, const char* part) { return s.find(part) != s
 
 // What the consumer sets itself (consumer.cpp): a user value would break exactly-once
 // consumption or point the source elsewhere.
-constexpr const char* kManaged[] = {"bootstrap.servers",       "metadata.broker.list", "group.id",
-                                    "enable.auto.commit",      "enable.auto.offset.store",
-                                    "auto.offset.reset",       "enable.partition.eof", "isolation.level",
-                                    "group.instance.id"};
+constexpr const char* kManaged[] = {
+    "bootstrap.servers",    "metadata.broker.list",     "group.id",
+    "enable.auto.commit",   "enable.auto.offset.store", "auto.offset.reset",
+    "enable.partition.eof", "isolation.level",          "group.instance.id"};
 
 }  // namespace
 
@@ -40,8 +41,9 @@ OptionKind classify_option(const std::string& raw) {
         if (n == m) return OptionKind::Managed;
     // plugin.library.paths, sasl.kerberos.kinit.cmd, ssl.engine.location / ssl.engine.id,
     // ssl.providers, and anything later that sounds like them.
-    if (contains(n, "plugin") || contains(n, "library") || contains(n, "engine") || contains(n, "provider") ||
-        ends_with(n, ".cmd") || contains(n, "command") || contains(n, "exec"))
+    if (contains(n, "plugin") || contains(n, "library") || contains(n, "engine") ||
+        contains(n, "provider") || ends_with(n, ".cmd") || contains(n, "command") ||
+        contains(n, "exec"))
         return OptionKind::RunsCode;
     // ssl.key.location, ssl.certificate.location, ssl.ca.location, ssl.crl.location,
     // ssl.keystore.location, sasl.kerberos.keytab, ssl.ca.certificate.stores.
@@ -53,30 +55,38 @@ OptionKind classify_option(const std::string& raw) {
 
 bool is_secret_option(const std::string& name) {
     const std::string n = lower(name);
-    for (const char* w : {"password", "secret", "token", "credential", "jaas", "key.pem", "keystore", "private"})
+    for (const char* w :
+         {"password", "secret", "token", "credential", "jaas", "key.pem", "keystore", "private"})
         if (contains(n, w)) return true;
     return ends_with(n, ".key") || contains(n, ".key.");
 }
 
 void check_option_allowed(const std::string& name, bool may_read_files) {
     switch (classify_option(name)) {
-    case OptionKind::Ordinary: return;
+    case OptionKind::Ordinary:
+        return;
     case OptionKind::Managed:
-        throw Error(sqlstate::kInvalidParameterValue, "kafka option \"" + name + "\" is managed by stoatflow",
-                    "Brokers come from the brokers argument, the start position from start_offset; offsets are "
+        throw Error(sqlstate::kInvalidParameterValue,
+                    "kafka option \"" + name + "\" is managed by stoatflow",
+                    "Brokers come from the brokers argument, the start position from start_offset; "
+                    "offsets are "
                     "committed by stoatflow with the window state.");
     case OptionKind::RunsCode:
         throw Error(sqlstate::kInsufficientPrivilege,
-                    "kafka option \"" + name + "\" is not allowed: it makes librdkafka load code or run a command",
-                    "stoatflow never lets a source load plugins, engines or providers, or run commands inside "
+                    "kafka option \"" + name +
+                        "\" is not allowed: it makes librdkafka load code or run a command",
+                    "stoatflow never lets a source load plugins, engines or providers, or run "
+                    "commands inside "
                     "the database server.");
     case OptionKind::ServerFile:
         if (may_read_files) return;
-        throw Error(sqlstate::kInsufficientPrivilege,
-                    "kafka option \"" + name + "\" names a file on the database server",
-                    "Only superusers and members of pg_read_server_files may give file options (as for COPY "
-                    "FROM a file); or give the key material inline (ssl.key.pem, ssl.certificate.pem, "
-                    "ssl.ca.pem).");
+        throw Error(
+            sqlstate::kInsufficientPrivilege,
+            "kafka option \"" + name + "\" names a file on the database server",
+            "Only superusers and members of pg_read_server_files may give file options (as for "
+            "COPY "
+            "FROM a file); or give the key material inline (ssl.key.pem, ssl.certificate.pem, "
+            "ssl.ca.pem).");
     }
 }
 

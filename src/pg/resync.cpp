@@ -19,7 +19,8 @@ using namespace stoatflow;
 using namespace stoatflow::pg;
 
 STOATFLOW_FUNCTION(stoatflow_resync_sink) {
-    if (PG_ARGISNULL(0)) throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
+    if (PG_ARGISNULL(0))
+        throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
     const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
     SpiSession spi;
     const AggregationDef def = load_aggregation(name);
@@ -29,7 +30,8 @@ STOATFLOW_FUNCTION(stoatflow_resync_sink) {
                     "resync_sink writes the sink as the aggregation's owner.");
     // The worker updates this row in every commit: holding it makes that commit wait, so what is
     // read below is the newest committed state and nothing newer is overwritten with older values.
-    spi_exec("SELECT 1 FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+    spi_exec("SELECT 1 FROM stoatflow.aggregation_progress WHERE aggregation_id "
+             "OPERATOR(pg_catalog.=) $1 FOR UPDATE",
              {arg_int32(def.id)});
     const core::Millis w = committed_watermark(def.id);
 
@@ -58,7 +60,8 @@ STOATFLOW_FUNCTION(stoatflow_resync_sink) {
     const Oid sink = resolve_sink(def);
     write_sink_rows(def, layout, sink, deletes, upserts);
     if (sink != def.sink)
-        spi_exec("UPDATE stoatflow.aggregation SET sink = $2 WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+        spi_exec("UPDATE stoatflow.aggregation SET sink = $2 WHERE aggregation_id "
+                 "OPERATOR(pg_catalog.=) $1",
                  {arg_int32(def.id), {OIDOID, ObjectIdGetDatum(sink)}});
     spi.finish();
     PG_RETURN_INT64(static_cast<std::int64_t>(rows.size()));

@@ -30,7 +30,9 @@ Datum bytea_datum(const std::string& s) {
 
 std::string unnest_rows(int n, int first) {
     std::string sql = "ROWS FROM (";
-    for (int i = 0; i < n; ++i) sql += (i ? ", pg_catalog.unnest($" : "pg_catalog.unnest($") + std::to_string(first + i) + ")";
+    for (int i = 0; i < n; ++i)
+        sql +=
+            (i ? ", pg_catalog.unnest($" : "pg_catalog.unnest($") + std::to_string(first + i) + ")";
     return sql + ")";
 }
 
@@ -67,14 +69,16 @@ void insert_rows(const std::string& table, const Columns& cols, const std::vecto
         if (std::find(target.begin(), target.end(), cols.names[c]) == target.end())
             updates += (updates.empty() ? "" : ", ") + col + " = EXCLUDED." + col;
     }
-    std::string sql =
-        "INSERT INTO " + table + " AS t (" + names + ") SELECT * FROM " + unnest_rows(static_cast<int>(ncols));
-    if (!conflict_target.empty()) sql += " ON CONFLICT (" + conflict_target + ") DO UPDATE SET " + updates;
+    std::string sql = "INSERT INTO " + table + " AS t (" + names + ") SELECT * FROM " +
+                      unnest_rows(static_cast<int>(ncols));
+    if (!conflict_target.empty())
+        sql += " ON CONFLICT (" + conflict_target + ") DO UPDATE SET " + updates;
     spi_exec(sql, args);
 }
 
-void append_or_insert(Oid relid, const std::string& table, const Columns& cols, const std::vector<Datum>& values,
-                      const std::vector<bool>& nulls, bool with_indexes) {
+void append_or_insert(Oid relid, const std::string& table, const Columns& cols,
+                      const std::vector<Datum>& values, const std::vector<bool>& nulls,
+                      bool with_indexes) {
     std::vector<const char*> names;
     for (const auto& n : cols.names) names.push_back(n.c_str());
     if (!OidIsValid(relid) || !append_rows(relid, names, values, nulls, with_indexes))

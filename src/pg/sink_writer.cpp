@@ -33,7 +33,9 @@ namespace stoatflow::pg {
 namespace {
 constexpr const char* kSinkKey = "key, window_start";  // the sink's conflict target
 
-std::string sink_display_name(const AggregationDef& def) { return quote_ident(def.sink_schema) + "." + quote_ident(def.sink_table); }
+std::string sink_display_name(const AggregationDef& def) {
+    return quote_ident(def.sink_schema) + "." + quote_ident(def.sink_table);
+}
 
 // Lock first, then make sure the table is still there (as RangeVarGetRelidExtended does): once
 // locked, nobody can ALTER or DROP it before this transaction ends.
@@ -45,8 +47,9 @@ void lock_sink(const AggregationDef& def, Oid sink) {
         return false;
     });
     if (!exists)
-        throw Error(sqlstate::kUndefinedTable, "the sink table " + sink_display_name(def) + " of aggregation \"" +
-                                                   def.name + "\" was dropped");
+        throw Error(sqlstate::kUndefinedTable, "the sink table " + sink_display_name(def) +
+                                                   " of aggregation \"" + def.name +
+                                                   "\" was dropped");
 }
 
 std::string type_name(Oid type) {
@@ -60,25 +63,30 @@ void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, 
     const std::string name = sink_display_name(def);
     const char relkind = pg_call([&] { return get_rel_relkind(sink); });
     if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
-        throw Error(sqlstate::kWrongObjectType, "the sink " + name + " of aggregation \"" + def.name + "\" is not a table");
+        throw Error(sqlstate::kWrongObjectType,
+                    "the sink " + name + " of aggregation \"" + def.name + "\" is not a table");
     const Columns cols = sink_columns(layout);
     AttrNumber key_att = InvalidAttrNumber, start_att = InvalidAttrNumber;
     for (std::size_t c = 0; c < cols.names.size(); ++c) {
         const char* col = cols.names[c].c_str();
         const AttrNumber att = pg_call([&] { return get_attnum(sink, col); });
         if (att == InvalidAttrNumber)
-            throw Error(sqlstate::kUndefinedColumn,
-                        "the sink " + name + " of aggregation \"" + def.name + "\" has no column \"" + cols.names[c] + "\"",
-                        "Add the column back as " + type_name(cols.types[c]) +
-                            ": the aggregation keeps computing its windows and writes every window it owes "
-                            "once the sink fits again.");
+            throw Error(
+                sqlstate::kUndefinedColumn,
+                "the sink " + name + " of aggregation \"" + def.name + "\" has no column \"" +
+                    cols.names[c] + "\"",
+                "Add the column back as " + type_name(cols.types[c]) +
+                    ": the aggregation keeps computing its windows and writes every window it owes "
+                    "once the sink fits again.");
         const Oid type = pg_call([&] { return get_atttype(sink, att); });
         if (type != cols.types[c])
-            throw Error(sqlstate::kDatatypeMismatch,
-                        "the sink " + name + " of aggregation \"" + def.name + "\": column \"" + cols.names[c] +
-                            "\" has type " + type_name(type) + ", expected " + type_name(cols.types[c]),
-                        "Change the column back to " + type_name(cols.types[c]) +
-                            ": the aggregation writes every window it owes once the sink fits again.");
+            throw Error(
+                sqlstate::kDatatypeMismatch,
+                "the sink " + name + " of aggregation \"" + def.name + "\": column \"" +
+                    cols.names[c] + "\" has type " + type_name(type) + ", expected " +
+                    type_name(cols.types[c]),
+                "Change the column back to " + type_name(cols.types[c]) +
+                    ": the aggregation writes every window it owes once the sink fits again.");
         if (cols.names[c] == "key") key_att = att;
         if (cols.names[c] == "window_start") start_att = att;
     }
@@ -93,8 +101,8 @@ void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, 
             const auto* idx = reinterpret_cast<Form_pg_index>(GETSTRUCT(tup));
             if (idx->indisunique && idx->indisvalid && idx->indnkeyatts == 2 &&
                 heap_attisnull(tup, Anum_pg_index_indexprs, nullptr) &&
-                heap_attisnull(tup, Anum_pg_index_indpred, nullptr) && idx->indkey.values[0] == key_att &&
-                idx->indkey.values[1] == start_att)
+                heap_attisnull(tup, Anum_pg_index_indpred, nullptr) &&
+                idx->indkey.values[0] == key_att && idx->indkey.values[1] == start_att)
                 found = true;
             ReleaseSysCache(tup);
         }
@@ -104,7 +112,8 @@ void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, 
     });
     if (!unique)
         throw Error(sqlstate::kInvalidTableDefinition,
-                    "the sink " + name + " of aggregation \"" + def.name + "\" has no unique index on (key, window_start)",
+                    "the sink " + name + " of aggregation \"" + def.name +
+                        "\" has no unique index on (key, window_start)",
                     "Every write is an upsert on (key, window_start): ALTER TABLE " + name +
                         " ADD PRIMARY KEY (key, window_start).");
 }
@@ -147,17 +156,22 @@ Columns outbox_columns() {
 
 Oid sink_column_type(core::ColumnType t) {
     switch (t) {
-    case core::ColumnType::BigInt: return INT8OID;
-    case core::ColumnType::Double: return FLOAT8OID;
-    case core::ColumnType::Numeric: return NUMERICOID;
+    case core::ColumnType::BigInt:
+        return INT8OID;
+    case core::ColumnType::Double:
+        return FLOAT8OID;
+    case core::ColumnType::Numeric:
+        return NUMERICOID;
     }
     return TEXTOID;
 }
 
-Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell, bool* isnull) {
+Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell,
+                        bool* isnull) {
     *isnull = false;
     switch (core::column_type(layout.specs()[i].fn)) {
-    case core::ColumnType::BigInt: return Int64GetDatum(*layout.as_bigint(i, cell));
+    case core::ColumnType::BigInt:
+        return Int64GetDatum(*layout.as_bigint(i, cell));
     case core::ColumnType::Double: {
         const auto d = layout.as_double(i, cell);
         if (!d) {
@@ -176,7 +190,8 @@ Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core
         }
         const char* s = t->c_str();
         return pg_call([&] {
-            return DirectFunctionCall3(numeric_in, CStringGetDatum(s), ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+            return DirectFunctionCall3(numeric_in, CStringGetDatum(s), ObjectIdGetDatum(InvalidOid),
+                                       Int32GetDatum(-1));
         });
     }
     }
@@ -189,7 +204,8 @@ Columns sink_columns(const core::AggLayout& layout) {
     c.add("key", TEXTOID);
     c.add("window_start", TIMESTAMPTZOID);
     c.add("window_end", TIMESTAMPTZOID);
-    for (const auto& spec : layout.specs()) c.add(spec.column, sink_column_type(core::column_type(spec.fn)));
+    for (const auto& spec : layout.specs())
+        c.add(spec.column, sink_column_type(core::column_type(spec.fn)));
     c.add("event_time", TIMESTAMPTZOID);
     c.add("final", BOOLOID);
     return c;
@@ -197,7 +213,8 @@ Columns sink_columns(const core::AggLayout& layout) {
 
 Oid resolve_sink(const AggregationDef& def) {
     const Oid recorded = def.sink;
-    const bool alive = pg_call([&] { return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(recorded)); });
+    const bool alive =
+        pg_call([&] { return SearchSysCacheExists1(RELOID, ObjectIdGetDatum(recorded)); });
     if (alive) return recorded;
     const char* schema = def.sink_schema.c_str();
     const char* table = def.sink_table.c_str();
@@ -207,20 +224,24 @@ Oid resolve_sink(const AggregationDef& def) {
     });
     if (!OidIsValid(by_name))
         throw Error(sqlstate::kUndefinedTable,
-                    "the sink table " + sink_display_name(def) + " of aggregation \"" + def.name + "\" does not exist",
-                    "Create it again (same name, the aggregation's columns, primary key (key, window_start)): the "
+                    "the sink table " + sink_display_name(def) + " of aggregation \"" + def.name +
+                        "\" does not exist",
+                    "Create it again (same name, the aggregation's columns, primary key (key, "
+                    "window_start)): the "
                     "aggregation then writes every window it owes. Or drop the aggregation.");
     return by_name;
 }
 
 void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, Oid sink,
-                     const std::vector<core::SinkDelete>& deletes, const std::vector<const core::SinkRow*>& upserts) {
+                     const std::vector<core::SinkDelete>& deletes,
+                     const std::vector<const core::SinkRow*>& upserts) {
     if (deletes.empty() && upserts.empty()) return;
     run_as_owner(def.owner, [&] {
         lock_sink(def, sink);
         check_sink_shape(def, layout, sink);
         const std::string table = pg_call([&] {
-            return quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)), get_rel_name(sink));
+            return quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
+                                              get_rel_name(sink));
         });
         if (!deletes.empty()) {
             std::vector<Datum> keys, starts;
@@ -228,9 +249,10 @@ void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, O
                 keys.push_back(text_datum(d.key));
                 starts.push_back(millis_to_timestamptz(d.start));
             }
-            spi_exec("DELETE FROM " + table +
-                         " AS t USING " + unnest_rows(2) + " AS d(k, s) "
-                         "WHERE t.key OPERATOR(pg_catalog.=) d.k AND t.window_start OPERATOR(pg_catalog.=) d.s",
+            spi_exec("DELETE FROM " + table + " AS t USING " + unnest_rows(2) +
+                         " AS d(k, s) "
+                         "WHERE t.key OPERATOR(pg_catalog.=) d.k AND t.window_start "
+                         "OPERATOR(pg_catalog.=) d.s",
                      {{TEXTARRAYOID, make_array(keys, {}, TEXTOID)},
                       {TIMESTAMPTZARRAYOID, make_array(starts, {}, TIMESTAMPTZOID)}});
         }
@@ -255,13 +277,15 @@ void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, O
         values.clear();
         nulls.clear();
         sink_values(layout, fresh, values, nulls);
-        if (!in_subtransaction("23505", [&] { append_or_insert(sink, table, cols, values, nulls, true); }))
+        if (!in_subtransaction("23505",
+                               [&] { append_or_insert(sink, table, cols, values, nulls, true); }))
             insert_rows(table, cols, values, nulls, kSinkKey);
     });
 }
 
 void outbox_add(std::int32_t aggregation_id, const core::AggLayout& layout,
-                const std::vector<core::SinkDelete>& deletes, const std::vector<core::SinkRow>& upserts) {
+                const std::vector<core::SinkDelete>& deletes,
+                const std::vector<core::SinkRow>& upserts) {
     // The newest operation per window wins: deletes come before upserts within a commit.
     std::map<std::pair<std::string, core::Millis>, const core::SinkRow*> last;
     for (const auto& d : deletes) last[{d.key, d.start}] = nullptr;
@@ -274,9 +298,14 @@ void outbox_add(std::int32_t aggregation_id, const core::AggLayout& layout,
     for (const auto& [id, u] : last) {
         bytes.clear();
         if (u) layout.serialize(u->cells.data(), bytes);
-        const Datum row[] = {Int32GetDatum(aggregation_id), text_datum(id.first), Int64GetDatum(id.second),
-                             Int64GetDatum(u ? u->end : 0), Int64GetDatum(u ? u->event_time : 0),
-                             u ? bytea_datum(bytes) : (Datum)0, BoolGetDatum(u && u->final), BoolGetDatum(u == nullptr)};
+        const Datum row[] = {Int32GetDatum(aggregation_id),
+                             text_datum(id.first),
+                             Int64GetDatum(id.second),
+                             Int64GetDatum(u ? u->end : 0),
+                             Int64GetDatum(u ? u->event_time : 0),
+                             u ? bytea_datum(bytes) : (Datum)0,
+                             BoolGetDatum(u && u->final),
+                             BoolGetDatum(u == nullptr)};
         for (std::size_t c = 0; c < cols.names.size(); ++c) {
             values.push_back(row[c]);
             nulls.push_back(c == 5 && u == nullptr);
@@ -286,16 +315,17 @@ void outbox_add(std::int32_t aggregation_id, const core::AggLayout& layout,
 }
 
 std::int64_t outbox_size(std::int32_t aggregation_id) {
-    spi_exec("SELECT pg_catalog.count(*) FROM stoatflow.sink_outbox WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+    spi_exec("SELECT pg_catalog.count(*) FROM stoatflow.sink_outbox WHERE aggregation_id "
+             "OPERATOR(pg_catalog.=) $1",
              {arg_int32(aggregation_id)});
     return *spi_int64(0, 1);
 }
 
 std::int64_t outbox_flush(const AggregationDef& def, const core::AggLayout& layout, Oid sink) {
-    const auto n = spi_exec(
-        "SELECT key, window_start, window_end, event_time, state, final, removed FROM stoatflow.sink_outbox "
-        "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-        {arg_int32(def.id)});
+    const auto n = spi_exec("SELECT key, window_start, window_end, event_time, state, final, "
+                            "removed FROM stoatflow.sink_outbox "
+                            "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                            {arg_int32(def.id)});
     std::vector<core::SinkDelete> deletes;
     std::vector<core::SinkRow> rows;
     for (std::uint64_t r = 0; r < n; ++r) {
@@ -317,7 +347,8 @@ std::int64_t outbox_flush(const AggregationDef& def, const core::AggLayout& layo
     std::vector<const core::SinkRow*> upserts;
     for (const auto& r : rows) upserts.push_back(&r);
     write_sink_rows(def, layout, sink, deletes, upserts);
-    spi_exec("DELETE FROM stoatflow.sink_outbox WHERE aggregation_id OPERATOR(pg_catalog.=) $1", {arg_int32(def.id)});
+    spi_exec("DELETE FROM stoatflow.sink_outbox WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+             {arg_int32(def.id)});
     return static_cast<std::int64_t>(n);
 }
 

@@ -83,7 +83,8 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
         {
             SpiSession spi;
             std::map<std::int32_t, std::int64_t> committed;
-            const auto n = spi_exec("SELECT partition, next_offset FROM stoatflow.partition_offset WHERE source_id = $1",
+            const auto n = spi_exec("SELECT partition, next_offset FROM stoatflow.partition_offset "
+                                    "WHERE source_id OPERATOR(pg_catalog.=) $1",
                                     {arg_int32(src.id)});
             for (std::uint64_t r = 0; r < n; ++r)
                 committed[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_int64(r, 2);

@@ -43,11 +43,16 @@ core::Millis argument_ms(FunctionCallInfo fcinfo, int arg, const std::string& wh
 Datum make_window(FunctionCallInfo fcinfo, const std::string& kind) {
     const bool hopping = kind == "hopping";
     const int grace_arg = hopping ? 2 : 1;
-    const std::string what = kind == "sliding" ? "time_difference" : kind == "session" ? "inactivity_gap" : "size";
-    if (PG_ARGISNULL(0)) throw Error(kNullValueNotAllowed, kind + " window " + what + " must not be NULL");
-    if (hopping && PG_ARGISNULL(1)) throw Error(kNullValueNotAllowed, "hopping window advance must not be NULL");
+    const std::string what = kind == "sliding"   ? "time_difference"
+                             : kind == "session" ? "inactivity_gap"
+                                                 : "size";
+    if (PG_ARGISNULL(0))
+        throw Error(kNullValueNotAllowed, kind + " window " + what + " must not be NULL");
+    if (hopping && PG_ARGISNULL(1))
+        throw Error(kNullValueNotAllowed, "hopping window advance must not be NULL");
     if (PG_ARGISNULL(grace_arg))
-        throw Error(kNullValueNotAllowed, kind + " window grace must not be NULL", "Use '0' for no grace.");
+        throw Error(kNullValueNotAllowed, kind + " window grace must not be NULL",
+                    "Use '0' for no grace.");
     const core::Millis size = argument_ms(fcinfo, 0, what);
     const core::Millis advance = hopping ? argument_ms(fcinfo, 1, "advance") : size;
     const core::Millis grace = argument_ms(fcinfo, grace_arg, "grace");
@@ -59,9 +64,12 @@ Datum make_window(FunctionCallInfo fcinfo, const std::string& kind) {
     const std::string k = kind;
     Datum values[4] = {(Datum)0, PG_GETARG_DATUM(0), (Datum)0, PG_GETARG_DATUM(grace_arg)};
     bool nulls[4] = {false, false, false, false};
-    if (kind == "tumbling") values[2] = PG_GETARG_DATUM(0);
-    else if (hopping) values[2] = PG_GETARG_DATUM(1);
-    else nulls[2] = true;
+    if (kind == "tumbling")
+        values[2] = PG_GETARG_DATUM(0);
+    else if (hopping)
+        values[2] = PG_GETARG_DATUM(1);
+    else
+        nulls[2] = true;
     return pg_call([&] {
         values[0] = CStringGetTextDatum(k.c_str());
         desc = BlessTupleDesc(desc);

@@ -20,8 +20,9 @@ std::string sqlstate_of(const std::string& name, bool may_read_files) {
 }  // namespace
 
 TEST(KafkaOptions, CodeLoadingRefusedForEveryone) {
-    for (const char* n : {"plugin.library.paths", "sasl.kerberos.kinit.cmd", "ssl.engine.location", "ssl.engine.id",
-                          "ssl.providers", "PLUGIN.LIBRARY.PATHS", "some.future.plugin.dir"}) {
+    for (const char* n :
+         {"plugin.library.paths", "sasl.kerberos.kinit.cmd", "ssl.engine.location", "ssl.engine.id",
+          "ssl.providers", "PLUGIN.LIBRARY.PATHS", "some.future.plugin.dir"}) {
         EXPECT_EQ(classify_option(n), OptionKind::RunsCode) << n;
         EXPECT_EQ(sqlstate_of(n, true), "42501") << n;
         EXPECT_EQ(sqlstate_of(n, false), "42501") << n;
@@ -29,8 +30,8 @@ TEST(KafkaOptions, CodeLoadingRefusedForEveryone) {
 }
 
 TEST(KafkaOptions, ServerFilesNeedFilePrivileges) {
-    for (const char* n : {"ssl.key.location", "ssl.certificate.location", "ssl.ca.location", "ssl.crl.location",
-                          "ssl.keystore.location", "sasl.kerberos.keytab"}) {
+    for (const char* n : {"ssl.key.location", "ssl.certificate.location", "ssl.ca.location",
+                          "ssl.crl.location", "ssl.keystore.location", "sasl.kerberos.keytab"}) {
         EXPECT_EQ(classify_option(n), OptionKind::ServerFile) << n;
         EXPECT_EQ(sqlstate_of(n, false), "42501") << n;
         EXPECT_EQ(sqlstate_of(n, true), "") << n;
@@ -43,14 +44,17 @@ TEST(KafkaOptions, ManagedRefused) {
 }
 
 TEST(KafkaOptions, OrdinaryAndInlineKeyMaterialAllowed) {
-    for (const char* n : {"security.protocol", "sasl.mechanisms", "sasl.username", "sasl.password", "client.id",
-                          "ssl.key.pem", "ssl.ca.pem", "fetch.wait.max.ms", "queued.max.messages.kbytes"})
+    for (const char* n :
+         {"security.protocol", "sasl.mechanisms", "sasl.username", "sasl.password", "client.id",
+          "ssl.key.pem", "ssl.ca.pem", "fetch.wait.max.ms", "queued.max.messages.kbytes"})
         EXPECT_EQ(sqlstate_of(n, false), "") << n;
 }
 
 TEST(KafkaOptions, Secrets) {
-    for (const char* n : {"sasl.password", "ssl.key.password", "ssl.key.pem", "ssl_key.key", "sasl.oauthbearer.client.secret",
-                          "ssl.keystore.password", "sasl.jaas.config"})
+    for (const char* n :
+         {"sasl.password", "ssl.key.password", "ssl.key.pem", "ssl_key.key",
+          "sasl.oauthbearer.client.secret", "ssl.keystore.password", "sasl.jaas.config"})
         EXPECT_TRUE(is_secret_option(n)) << n;
-    for (const char* n : {"security.protocol", "sasl.username", "client.id"}) EXPECT_FALSE(is_secret_option(n)) << n;
+    for (const char* n : {"security.protocol", "sasl.username", "client.id"})
+        EXPECT_FALSE(is_secret_option(n)) << n;
 }

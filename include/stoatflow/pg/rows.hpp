@@ -35,7 +35,8 @@ void insert_rows(const std::string& table, const Columns& cols, const std::vecto
                  const std::vector<bool>& nulls, const std::string& conflict_target = {});
 
 // Appends rows without the executor where the table allows it (append_rows), else INSERTs.
-void append_or_insert(Oid relid, const std::string& table, const Columns& cols, const std::vector<Datum>& values,
-                      const std::vector<bool>& nulls, bool with_indexes);
+void append_or_insert(Oid relid, const std::string& table, const Columns& cols,
+                      const std::vector<Datum>& values, const std::vector<bool>& nulls,
+                      bool with_indexes);
 
 }  // namespace stoatflow::pg

@@ -17,7 +17,8 @@ namespace stoatflow::pg {
 
 // The SQL type of an aggregate's sink column, and a window's value for it (a Datum of that type).
 Oid sink_column_type(core::ColumnType t);
-Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell, bool* isnull);
+Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell,
+                        bool* isnull);
 // Every column stoatflow writes into a sink, in the order sink row values are built.
 Columns sink_columns(const core::AggLayout& layout);
 
@@ -29,12 +30,14 @@ Oid resolve_sink(const AggregationDef& def);
 // sink (bounded by lock_timeout), checks its shape, and inserts rows marked fresh in bulk where the
 // sink allows it. Throws on any failure; the caller owns the (sub)transaction.
 void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, Oid sink,
-                     const std::vector<core::SinkDelete>& deletes, const std::vector<const core::SinkRow*>& upserts);
+                     const std::vector<core::SinkDelete>& deletes,
+                     const std::vector<const core::SinkRow*>& upserts);
 
 // The outbox (stoatflow.sink_outbox): the newest pending operation per window of an aggregation
 // whose sink failed, written in the same transaction as its state, until the sink takes it.
 void outbox_add(std::int32_t aggregation_id, const core::AggLayout& layout,
-                const std::vector<core::SinkDelete>& deletes, const std::vector<core::SinkRow>& upserts);
+                const std::vector<core::SinkDelete>& deletes,
+                const std::vector<core::SinkRow>& upserts);
 // Writes what the outbox holds into the sink (write_sink_rows) and empties it; returns the windows.
 std::int64_t outbox_flush(const AggregationDef& def, const core::AggLayout& layout, Oid sink);
 std::int64_t outbox_size(std::int32_t aggregation_id);
