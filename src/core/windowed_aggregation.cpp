@@ -414,8 +414,8 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         touch(kit, ws);
         return;
     }
-    const std::size_t keep =
-        joined.back();  // the earliest session survives; the others merge into it
+    // The earliest session survives; the others merge into it.
+    const std::size_t keep = joined.back();
     if (t < m[keep].start && own_closed) {
         // Late and extending backwards: not to or past the floor, nor past the last record
         // of a session before it that W has closed but this commit has not yet let go of.

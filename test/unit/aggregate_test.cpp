@@ -188,6 +188,7 @@ const std::string k38 = "99999999999999999999999999999999999999";
 
 TEST(Aggregates, ValueStaysSmall) {
     static_assert(sizeof(Value) == 24, "Value is copied per record and aggregate");
+    static_assert(sizeof(AggCell) == 40, "four cells sit inline in every window");
     const Value v = Value::of_big(big_of("-" + k38));
     EXPECT_EQ(v.kind, Value::Kind::BigInt);
     EXPECT_EQ(int128_to_string(v.big()), "-" + k38);

@@ -18,6 +18,12 @@
 // deleted), the late-drop counters and open_windows() / keys_with_open_windows(). The stream ends
 // with a commit at W = 1,000,000, after which every window is closed and final.
 //
+// Two streams in five come from 2-3 partitions instead: each record is fed through the
+// real core::Watermark (assigned partitions with or without records waiting, caught_up
+// and wall-clock ticks, idle_timeout in half of them), and the reference computes W on
+// its own from SPEC 3.2 (RefWatermark); the two must agree at every record, so the min
+// over partitions, partitions pinning W and idle partitions meet random streams too.
+//
 // A quarter of the streams also crash right after some commits: the engine is replaced
 // by a fresh one, restore()d from the state rows written so far (newest version per
 // (segment, key, window_start), tombstones skipped) at the committed W; the sink and
@@ -31,6 +37,7 @@
 
 #include "stoatflow/core/aggregate.hpp"
 #include "stoatflow/core/time.hpp"
+#include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/window_spec.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
 
@@ -101,6 +108,12 @@ struct Rec {
     bool star_gets_value = false;  // count(*) is handed v (else Value::missing())
     bool flush_after = false;      // commit after this record
     bool restart_after = false;    // ... then crash and restart from the persisted state
+    // Several partitions (Case::partitions > 1): where the record comes from, the wall
+    // clock at its delivery, and what the consumer saw just before it.
+    int partition = 0;
+    Millis now = 0;
+    int caught_up_before = -1;  // this partition reached its end
+    bool tick_before = false;   // the worker's wall clock tick
 };
 
 struct Case {
@@ -109,6 +122,11 @@ struct Case {
     core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
     Millis ooo = 0;  // max_out_of_orderness
     std::vector<Rec> recs;
+    // 1: the old single-partition harness (W computed here). More: records go through the
+    // real core::Watermark, and RefWatermark computes W independently from SPEC 3.2.
+    int partitions = 1;
+    Millis idle_timeout = 0;
+    std::vector<bool> pending;  // per partition: records waiting when consumption started
 };
 
 RefKind kind_of_seed(std::uint64_t seed) { return static_cast<RefKind>(seed % 4); }
@@ -176,12 +194,59 @@ Case generate(std::uint64_t seed) {
     // fresh engine restored from the state rows written so far (SPEC 5, recovery).
     if (r.chance(0.25))
         for (Rec& rec : c.recs) rec.restart_after = rec.flush_after && r.chance(0.3);
+    // Two streams in five come from several partitions, drawn from a second generator so
+    // the single-partition streams stay what they were.
+    Rng q(seed * 0xD1B54A32D192ED03ULL + 7);
+    if (q.chance(0.4)) {
+        c.partitions = static_cast<int>(q.range(2, 3));
+        c.idle_timeout = q.chance(0.5) ? q.range(5, 60) : 0;
+        for (int p = 0; p < c.partitions; ++p) c.pending.push_back(q.chance(0.5));
+        // Skewed: partition 0 gets most records, the others lag or fall silent.
+        Millis now = 1000;
+        for (Rec& rec : c.recs) {
+            rec.partition = q.chance(0.6) ? 0 : static_cast<int>(q.range(1, c.partitions - 1));
+            now += q.range(0, 15);
+            rec.now = now;
+            if (q.chance(0.3))
+                rec.caught_up_before = static_cast<int>(q.range(0, c.partitions - 1));
+            rec.tick_before = q.chance(0.5);
+        }
+    }
     return c;
 }
 
-// W at each record's arrival (including it), as the harness feeds it to the engine.
-std::vector<Millis> watermarks(const Case& c) {
+// W at each record's arrival (including it), as the reference sees it: one partition, or
+// RefWatermark over several (with the restarts the stream goes through).
+// What several partitions did to W in one stream (coverage of the generator).
+struct WatermarkCoverage {
+    std::int64_t multi_records = 0;  // records from multi-partition streams
+    std::int64_t held_back = 0;      // judged at a W below the newest record − ooo: a min
+    std::int64_t pinned = 0;         // judged with no W yet (a partition still to deliver)
+    std::int64_t idle = 0;           // judged while some partition was idle
+};
+
+std::vector<Millis> watermarks(const Case& c, WatermarkCoverage* cov = nullptr) {
     std::vector<Millis> ws;
+    if (c.partitions > 1) {
+        stoatflow_test::RefWatermark wm(c.ooo, c.idle_timeout, c.pending);
+        Millis newest = core::kNoTime;
+        for (const Rec& r : c.recs) {
+            if (r.caught_up_before >= 0) wm.caught_up(static_cast<std::size_t>(r.caught_up_before));
+            if (r.tick_before) wm.tick(r.now);
+            ws.push_back(wm.record(static_cast<std::size_t>(r.partition), r.t, r.now));
+            newest = std::max(newest, r.t);
+            if (cov) {
+                ++cov->multi_records;
+                if (ws.back() == core::kNoTime)
+                    ++cov->pinned;
+                else if (ws.back() < newest - c.ooo)
+                    ++cov->held_back;
+                if (wm.idle_partitions() > 0) ++cov->idle;
+            }
+            if (r.flush_after && r.restart_after) wm.restart();
+        }
+        return ws;
+    }
     Millis max_t = core::kNoTime;
     Millis w = core::kNoTime;
     for (const Rec& r : c.recs) {
@@ -393,6 +458,7 @@ struct Outcome {
     std::int64_t deletes = 0;
     std::int64_t final_rows = 0;
     std::int64_t restarts = 0;
+    WatermarkCoverage wm;
 };
 
 std::string value_text(const RefValue& v) {
@@ -414,13 +480,26 @@ std::string describe_case(const Case& c) {
     if (s.kind == RefKind::Hopping) o << " advance=" << s.advance;
     o << " grace=" << s.grace << "  emit=" << core::to_string(c.emit)
       << "  max_out_of_orderness=" << c.ooo << "  (" << c.recs.size() << " records)\n";
+    if (c.partitions > 1) {
+        o << "    partitions=" << c.partitions << " idle_timeout=" << c.idle_timeout << " pending:";
+        for (bool p : c.pending) o << ' ' << p;
+        o << '\n';
+    }
     const std::vector<Millis> ws = watermarks(c);
     for (std::size_t i = 0; i < c.recs.size(); ++i) {
         const Rec& r = c.recs[i];
         o << "    #" << i << "  key=" << r.key << " t=" << r.t << " v=" << value_text(r.v)
           << (r.v.present && r.v.as_double ? " (double)" : "") << "  W=" << ws[i]
           << (r.star_gets_value ? "" : "  count(*)<-missing") << (r.flush_after ? "  [commit]" : "")
-          << (r.flush_after && r.restart_after ? "[restart]" : "") << '\n';
+          << (r.flush_after && r.restart_after ? "[restart]" : "")
+          << (c.partitions > 1
+                  ? "  p=" + std::to_string(r.partition) + " now=" + std::to_string(r.now) +
+                        (r.caught_up_before >= 0
+                             ? " caught_up(" + std::to_string(r.caught_up_before) + ")"
+                             : "") +
+                        (r.tick_before ? " tick" : "")
+                  : std::string())
+          << '\n';
     }
     o << "    then commit at W=" << kFinalWatermark << '\n';
     return o.str();
@@ -570,10 +649,33 @@ Outcome run_case(const Case& c) {
             return false;
         };
 
-        const std::vector<Millis> wms = watermarks(c);
+        const std::vector<Millis> wms = watermarks(c, &res.wm);
+        // Several partitions: the engine's W comes from the real core::Watermark, fed the
+        // same events, and must agree with the reference's at every record.
+        const bool multi = c.partitions > 1;
+        auto make_watermark = [&](const std::string* restored) {
+            auto wm = std::make_unique<core::Watermark>(c.ooo, c.idle_timeout);
+            if (restored) wm->restore(*restored);
+            for (int p = 0; p < c.partitions; ++p)
+                wm->assign(p, c.pending[static_cast<std::size_t>(p)]);
+            return wm;
+        };
+        std::unique_ptr<core::Watermark> wmp = multi ? make_watermark(nullptr) : nullptr;
         bool ok = true;
         for (std::size_t i = 0; ok && i < c.recs.size(); ++i) {
             const Rec& r = c.recs[i];
+            if (multi) {
+                if (r.caught_up_before >= 0) wmp->caught_up(r.caught_up_before, r.now);
+                if (r.tick_before) wmp->tick(r.now);
+                const Millis w = wmp->observe(r.partition, r.t, r.now);
+                if (w != wms[i]) {
+                    err += "  record #" + std::to_string(i) +
+                           ": core::Watermark gives W=" + std::to_string(w) + ", the reference " +
+                           std::to_string(wms[i]) + '\n';
+                    ok = false;
+                    break;
+                }
+            }
             core::Value vals[kAggs];
             const core::Value v = engine_value(r.v);
             for (std::size_t a = 0; a < kAggs; ++a) vals[a] = v;
@@ -590,6 +692,10 @@ Outcome run_case(const Case& c) {
                 for (const auto& [id, row] : persisted)
                     if (!row.removed) engp->restore(row, wms[i]);
                 engp->finish_restore();
+                if (multi) {
+                    const std::string blob = wmp->serialize();
+                    wmp = make_watermark(&blob);
+                }
                 ref.restart(wms[i]);
                 ++res.restarts;
             }
@@ -723,6 +829,10 @@ void run_class(int cls) {
         sum.deletes += o.deletes;
         sum.final_rows += o.final_rows;
         sum.restarts += o.restarts;
+        sum.wm.multi_records += o.wm.multi_records;
+        sum.wm.held_back += o.wm.held_back;
+        sum.wm.pinned += o.wm.pinned;
+        sum.wm.idle += o.wm.idle;
         if (o.failure.empty()) continue;
         if (static_cast<long>(failed.size()) < max_reports) ADD_FAILURE() << failure_report(c, o);
         failed.push_back(seed);
@@ -736,6 +846,9 @@ void run_class(int cls) {
               << cov.late_drops << ", session extends " << cov.session_extends << " merges "
               << cov.session_merges << " backward drops " << cov.backward_drops << " late extends "
               << cov.late_extends << " closed-in-reach " << cov.closed_in_reach << '\n';
+    std::cout << "  several partitions: " << sum.wm.multi_records << " records, "
+              << sum.wm.held_back << " held back by a min, " << sum.wm.pinned << " before any W, "
+              << sum.wm.idle << " with a partition idle\n";
     if (!failed.empty()) {
         std::ostringstream seeds;
         for (std::size_t i = 0; i < failed.size() && i < 200; ++i) seeds << ' ' << failed[i];
@@ -750,6 +863,10 @@ void run_class(int cls) {
         EXPECT_GT(sum.final_rows, streams);
         EXPECT_GT(sum.restarts, streams / 20);
         EXPECT_GT(cov.late_drops, streams / 20);
+        EXPECT_GT(sum.wm.multi_records, streams * 5);
+        EXPECT_GT(sum.wm.held_back, streams / 2);
+        EXPECT_GT(sum.wm.pinned, streams / 10);
+        EXPECT_GT(sum.wm.idle, streams / 20);
         if (owu) {
             EXPECT_GT(sum.upserts_nonfinal, streams);
         }

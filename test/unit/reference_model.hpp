@@ -153,6 +153,7 @@ public:
     // from its memory, so open sessions may no longer extend back into what w had closed.
     void restart(RefMillis w) {
         if (spec_.kind != RefKind::Session) return;
+        if (w == std::numeric_limits<RefMillis>::min()) return;  // no watermark: nothing closed
         const RefMillis closed_zone = w - 1 - spec_.size - spec_.grace;
         for (auto& [key, list] : sessions_)
             for (Session& s : list)
@@ -314,7 +315,9 @@ private:
                 closed_covers = true;
         }
         const bool own_closed = w >= t + 1 + gap + spec_.grace;
-        const RefMillis closed_zone = w - 1 - gap - spec_.grace;  // own_closed iff t <= this
+        // own_closed iff t <= closed_zone (no watermark yet: nothing is closed)
+        const RefMillis closed_zone =
+            w == std::numeric_limits<RefMillis>::min() ? w : w - 1 - gap - spec_.grace;
         if (joined.empty()) {
             if (own_closed) {
                 ++late_session_;
@@ -381,6 +384,106 @@ private:
     mutable RefRows sliding_rows_;  // sliding_derive() cache
     mutable bool sliding_stale_ = false;
     std::map<std::string, std::vector<Session>> sessions_;  // session
+};
+
+// The watermark of SPEC 3.2 over several partitions, written from the SPEC alone (no
+// core::Watermark code): W = min over partitions that hold data of their largest event
+// time, minus max_out_of_orderness; never decreasing. A partition assigned with records
+// waiting holds W back (W does not move at all) until its first record, or until it turns
+// out to have had nothing (caught up). With idle_timeout, a partition caught up and silent
+// that long (wall clock, judged at ticks) stops counting until its next record; when every
+// partition with data is idle, W follows the newest record of any of them.
+class RefWatermark {
+public:
+    static constexpr RefMillis kNone = std::numeric_limits<RefMillis>::min();
+
+    RefWatermark(RefMillis ooo, RefMillis idle_timeout, std::vector<bool> pending_at_start)
+        : ooo_(ooo), idle_timeout_(idle_timeout), pending_at_start_(std::move(pending_at_start)),
+          parts_(pending_at_start_.size()) {
+        for (std::size_t p = 0; p < parts_.size(); ++p) parts_[p].pending = pending_at_start_[p];
+    }
+
+    RefMillis w() const { return w_; }
+    // Partitions now idle (for the generator's coverage counts).
+    int idle_partitions() const {
+        int n = 0;
+        for (const Part& x : parts_) n += x.idle;
+        return n;
+    }
+
+    // A record at event time t from partition p, delivered at wall time now; returns the
+    // W it is judged against (this record included).
+    RefMillis record(std::size_t p, RefMillis t, RefMillis now) {
+        Part& x = parts_[p];
+        x.max = x.has_max ? std::max(x.max, t) : t;
+        x.has_max = true;
+        x.pending = false;
+        x.caught_up = false;
+        x.idle = false;
+        x.last_delivery = now;
+        x.delivered_since_restart = true;
+        update();
+        return w_;
+    }
+    // The consumer reached the end of partition p.
+    void caught_up(std::size_t p) {
+        Part& x = parts_[p];
+        x.caught_up = true;
+        if (!x.has_max) x.pending = false;  // it had nothing to deliver after all
+        update();
+    }
+    void tick(RefMillis now) {
+        for (Part& x : parts_)
+            if (idle_timeout_ > 0 && x.has_max && x.caught_up && !x.idle &&
+                (!x.delivered_since_restart || now - x.last_delivery >= idle_timeout_))
+                x.idle = true;
+        update();
+    }
+    // A crash and restart: W and each partition's largest event time survive; nothing else
+    // does. When a partition last delivered is unknown (as long ago as can be); partitions
+    // without data are assigned as at the start. W is not recomputed until the next event.
+    void restart() {
+        for (std::size_t p = 0; p < parts_.size(); ++p) {
+            Part& x = parts_[p];
+            x.caught_up = false;
+            x.idle = false;
+            x.delivered_since_restart = false;
+            if (!x.has_max) x.pending = pending_at_start_[p];
+        }
+    }
+
+private:
+    struct Part {
+        bool has_max = false;
+        RefMillis max = 0;
+        bool pending = false;
+        bool caught_up = false;
+        bool idle = false;
+        bool delivered_since_restart = true;
+        RefMillis last_delivery = 0;
+    };
+    void update() {
+        bool any = false, any_active = false;
+        RefMillis min_active = 0, max_all = 0;
+        for (const Part& x : parts_) {
+            if (x.pending) return;
+            if (!x.has_max) continue;
+            max_all = any ? std::max(max_all, x.max) : x.max;
+            any = true;
+            if (x.idle) continue;
+            min_active = any_active ? std::min(min_active, x.max) : x.max;
+            any_active = true;
+        }
+        if (!any) return;
+        const RefMillis m = any_active ? min_active : max_all;  // all idle: the newest record
+        if (w_ == kNone || m - ooo_ > w_) w_ = m - ooo_;
+    }
+
+    RefMillis ooo_;
+    RefMillis idle_timeout_;
+    std::vector<bool> pending_at_start_;
+    std::vector<Part> parts_;
+    RefMillis w_ = kNone;
 };
 
 }  // namespace stoatflow_test
