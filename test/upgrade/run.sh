@@ -185,6 +185,26 @@ log "before ALTER EXTENSION: committed offsets $offsets_before -> $offsets_pre o
 log "before ALTER EXTENSION: server log since the 0.2 start (count, message):"
 sed 's/^/    /' "$WORK/pre-alter.log"
 
+# What the 0.1 SQL API does on the 0.2 library (recorded; only a crash fails, via check_log):
+# C functions of the 0.1 catalog without a symbol in the 0.2 library, and a few calls.
+if command -v nm >/dev/null; then
+    missing=()
+    nm -D --defined-only "$INST$sys_pkglibdir/stoatflow.so" >"$WORK/symbols-0.2.txt"
+    for sym in $(grep -o "'MODULE_PATHNAME', *'[A-Za-z_0-9]*'" "$V01/sql/stoatflow--0.1.sql" | sed "s/.*, *'//; s/'//" | sort -u); do
+        grep -qw "$sym" "$WORK/symbols-0.2.txt" || missing+=("$sym")
+    done
+    log "before ALTER EXTENSION: C symbols of the 0.1 catalog missing from the 0.2 library: ${missing[*]:-none}"
+fi
+probe() { # probe SQL: prints its result or its error
+    local out
+    if out=$(psql_try -c "$1"); then echo "ok: $(tr '\n' ' ' <<<"$out" | cut -c1-120)"; else echo "error: $(head -n1 "$WORK/psql.err")"; fi
+}
+for q in "SELECT stoatflow.version()" "SELECT stoatflow.tumbling('1 minute')" \
+    "SELECT records_in FROM stoatflow.stats" "SELECT stoatflow.wait_caught_up('$SOURCE', '1 second')"; do
+    log "before ALTER EXTENSION: $q -> $(probe "$q")"
+done
+sql "SELECT 1" >/dev/null || fail "the server does not answer after the probes"
+
 sql "ALTER EXTENSION stoatflow UPDATE TO '0.2'" >/dev/null
 ver=$(sql "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")
 [ "$ver" = "0.2" ] || fail "extversion is '$ver' after ALTER EXTENSION UPDATE, expected 0.2"
