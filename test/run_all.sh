@@ -91,6 +91,7 @@ else
     skip "kafka: mock broker round trip" "no test/kafka/roundtrip.sh"
 fi
 step "faults: kill -9, immediate restart, broker outage, SIGTERM" bash test/faults/run.sh
+step "upgrade: 0.1 -> 0.2 with a running pipeline" bash test/upgrade/run.sh
 
 # (g) benchmarks build and run in a smoke size (their numbers mean nothing here; see
 # BENCHMARKS.md for real runs). The JSON output is checked: every workload ran, and every

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# Upgrade test: a real 0.1 deployment, with a pipeline streaming, goes to 0.2 with exact results.
+#
+#   test/upgrade/run.sh
+#
+# 1. The released 0.1 tree (commit $UPGRADE_FROM_COMMIT, 61dc1c4) is exported from git history
+#    and built with PGXS (UPGRADE_V01_DIR=DIR reuses a tree already built there).
+# 2. Nothing is installed into the system's PostgreSQL dirs: the test copies the PostgreSQL
+#    installation (bindir, pkglibdir, sharedir; ~60 MB, a few seconds) under $WORK/inst, drops
+#    any stoatflow files from the copy, and installs 0.1, later 0.2, there with
+#    `make install DESTDIR=$WORK/inst`. PostgreSQL finds its lib and share dirs relative to
+#    the postgres executable, so a server started from the copied bindir loads '$libdir' and
+#    the extension scripts from the copy only (checked: pg_config view and
+#    pg_available_extension_versions). Concurrent tests using the system install are unaffected.
+# 3. 0.1: throwaway cluster (test/faults/lib.sh), CREATE EXTENSION stoatflow VERSION '0.1', a
+#    source and a tumbling('1 minute') aggregation; the first half of the chunks; caught up;
+#    the sink must equal the expected windows of those chunks; snapshot of the sink.
+# 4. Stop, install the 0.2 tree (this worktree: make, make install DESTDIR), start: the 0.2
+#    library runs on the 0.1 catalog. One more chunk goes to Kafka; for UPGRADE_OBSERVE seconds
+#    the test records what the library does (worker processes, source status, log lines). It
+#    must not crash the server. Then ALTER EXTENSION stoatflow UPDATE TO '0.2', extversion must
+#    be 0.2, the remaining chunks, caught up; the sink must equal the expected windows of all
+#    events (nothing lost or doubled across the upgrade); every window that was final in the
+#    0.1 snapshot must be unchanged; no crash or PANIC in the log.
+# 5. A second database of the same cluster gets CREATE EXTENSION stoatflow (0.2 directly); the
+#    extension's objects (functions with arguments, result, body, proconfig, prosecdef, ACL;
+#    tables, views, types and their columns; constraints, indexes, comments, ACLs, extconfig) are
+#    described as text in both databases and must be identical.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=test/faults/lib.sh
+source "$repo/test/faults/lib.sh"
+
+UPGRADE_FROM_COMMIT=${UPGRADE_FROM_COMMIT:-61dc1c4}
+UPGRADE_OBSERVE=${UPGRADE_OBSERVE:-15}   # seconds the 0.2 library runs on the 0.1 catalog
+JOBS=${JOBS:-2}
+EVENTS=${UPGRADE_EVENTS:-72000}
+KEYS=${UPGRADE_KEYS:-1024}
+NCHUNKS=12
+HALF=6   # chunks 0..5 under 0.1, chunk 6 before ALTER EXTENSION, 7..11 after
+
+MOCK_BROKER=${MOCK_BROKER:-$repo/build/stoatflow-mock-broker}
+export MOCK_BROKER
+if [ ! -x "$MOCK_BROKER" ]; then
+    echo "upgrade: building the mock broker"
+    (cd "$repo" && cmake -S . -B build >/dev/null && cmake --build build -j"$JOBS" --target stoatflow-mock-broker >/dev/null)
+fi
+
+faults_begin upgrade
+SYS_PG_CONFIG=$PG_CONFIG
+
+# ---------------------------------------------------------------------------------
+# 1. The 0.1 tree, built
+git -C "$repo" rev-parse --verify --quiet "$UPGRADE_FROM_COMMIT^{commit}" >/dev/null ||
+    fail "commit $UPGRADE_FROM_COMMIT (release 0.1) is not in the history of $repo: a shallow clone? run 'git fetch --unshallow'"
+if [ -n "${UPGRADE_V01_DIR:-}" ]; then
+    V01=$UPGRADE_V01_DIR
+    [ -f "$V01/stoatflow.so" ] || fail "UPGRADE_V01_DIR=$V01 holds no built stoatflow.so"
+    log "0.1 tree: reusing the build in $V01"
+else
+    V01=$WORK/v01
+    mkdir "$V01"
+    git -C "$repo" archive "$UPGRADE_FROM_COMMIT" | tar -x -C "$V01" || fail "git archive $UPGRADE_FROM_COMMIT failed"
+    log "0.1 tree: exported $UPGRADE_FROM_COMMIT, building (make -j$JOBS)"
+    make -C "$V01" -j"$JOBS" PG_CONFIG="$SYS_PG_CONFIG" >"$WORK/build-0.1.log" 2>&1 ||
+        { tail -n 30 "$WORK/build-0.1.log" >&2; fail "the 0.1 tree did not build"; }
+fi
+grep -q "^default_version = '0.1'" "$V01/stoatflow.control" || fail "$V01/stoatflow.control is not version 0.1"
+log "0.1 built"
+
+# ---------------------------------------------------------------------------------
+# 2. A private copy of the PostgreSQL installation
+INST=$WORK/inst
+sys_bindir=$("$SYS_PG_CONFIG" --bindir)
+sys_pkglibdir=$("$SYS_PG_CONFIG" --pkglibdir)
+sys_sharedir=$("$SYS_PG_CONFIG" --sharedir)
+for d in "$sys_bindir" "$sys_pkglibdir" "$sys_sharedir"; do
+    mkdir -p "$INST$(dirname "$d")"
+    [ -d "$INST$d" ] || cp -a "$d" "$INST$(dirname "$d")/" || fail "could not copy $d"
+done
+rm -f "$INST$sys_pkglibdir/stoatflow.so" "$INST$sys_sharedir"/extension/stoatflow[.-]*
+rm -rf "$INST$sys_pkglibdir/bitcode/stoatflow" "$INST$sys_pkglibdir/bitcode/stoatflow.index.bc"
+chmod -R a+rX "$INST"
+PG_BIN=$INST$sys_bindir
+[ "$("$PG_BIN/pg_config" --pkglibdir)" = "$INST$sys_pkglibdir" ] ||
+    fail "the copied PostgreSQL does not relocate: $PG_BIN/pg_config --pkglibdir says $("$PG_BIN/pg_config" --pkglibdir)"
+log "private PostgreSQL installation in $INST ($(du -sh "$INST" | cut -f1))"
+
+install_tree() { # install_tree DIR VERSION
+    make -C "$1" install DESTDIR="$INST" PG_CONFIG="$SYS_PG_CONFIG" >"$WORK/install-$2.log" 2>&1 ||
+        { tail -n 30 "$WORK/install-$2.log" >&2; fail "make install DESTDIR of $2 failed"; }
+}
+install_tree "$V01" 0.1
+
+available() {
+    sql "SELECT string_agg(version, ',' ORDER BY version) FROM pg_available_extension_versions WHERE name = 'stoatflow'"
+}
+db_sql() { # db_sql DB SQL: unaligned tuples; failure fails the test
+    "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$WORK/run" -p "$PG_PORT" -U postgres -d "$1" -c "$2" \
+        2>"$WORK/psql.err" || { cat "$WORK/psql.err" >&2; fail "SQL failed in $1: $2"; }
+}
+
+# Expected windows of the chunks before CHUNK (events.py reads every chunk file of a dir).
+partial_expected() { # partial_expected CHUNK DIR
+    mkdir -p "$2"
+    local c p
+    for ((c = 0; c < $1; c++)); do
+        for ((p = 0; p < PARTITIONS; p++)); do
+            ln -s "$EVENTS_DIR/chunk-$(printf '%02d' "$c")-p$p.jsonl" "$2/"
+        done
+    done
+}
+
+# ---------------------------------------------------------------------------------
+# 3. 0.1 running
+gen_events 404 "$EVENTS" "$KEYS" "$NCHUNKS"
+ALL_EXPECTED=$EXPECTED_CSV
+ALL_TOTAL=$EVENTS_TOTAL
+mock_broker_start "$TOPIC:$PARTITIONS"
+pg_init
+pg_start
+[ "$(sql "SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'")" = "$INST$sys_pkglibdir" ] ||
+    fail "the server does not use the private pkglibdir"
+[ "$(available)" = "0.1" ] || fail "private install offers stoatflow versions '$(available)', expected only 0.1"
+produce_chunk 0
+sql "CREATE EXTENSION stoatflow VERSION '0.1'" >/dev/null
+[ "$(sql "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")" = "0.1" ] || fail "extversion is not 0.1"
+[ "$(sql "SELECT stoatflow.version()")" = "0.1" ] || fail "stoatflow.version() is not 0.1 under the 0.1 install"
+sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key => 'user_id',
+        event_time => 'ts', max_out_of_orderness => '1 hour')" >/dev/null
+sql "SELECT stoatflow.create_aggregation('agg', '$SOURCE', stoatflow.tumbling('1 minute'),
+        'count(*) AS n, sum(amount) AS total', '$SINK')" >/dev/null
+wait_worker ""
+log "0.1 pipeline running (worker pid $WORKER_PID)"
+for ((c = 1; c < HALF; c++)); do produce_chunk "$c"; done
+wait_caught_up
+partial_expected "$HALF" "$WORK/events-half"
+EXPECTED_CSV=$WORK/expected-half.csv
+EVENTS_TOTAL=$(python3 "$FAULTS_DIR/events.py" expected "$WORK/events-half" "$EXPECTED_CSV") ||
+    fail "events.py expected (first half) failed"
+[ "$EVENTS_TOTAL" = "$PRODUCED" ] || fail "first half: events.py counts $EVENTS_TOTAL, produced $PRODUCED"
+log "0.1 caught up on $PRODUCED events; checking the sink against the first $HALF chunks"
+verify_sink
+sql "CREATE TABLE public.sink_v01 AS SELECT * FROM $SINK" >/dev/null
+v01_final=$(sql "SELECT count(*) FROM public.sink_v01 WHERE final")
+((v01_final > 0)) || fail "no window was final under 0.1: the snapshot would check nothing"
+log "0.1 sink snapshot: $(sql "SELECT count(*) FROM public.sink_v01") rows, $v01_final final"
+
+# ---------------------------------------------------------------------------------
+# 4. The 0.2 library on the 0.1 catalog, then ALTER EXTENSION UPDATE
+pg_stop fast
+log "server stopped; building and installing 0.2 from $repo"
+make -C "$repo" -j"$JOBS" PG_CONFIG="$SYS_PG_CONFIG" >"$WORK/build-0.2.log" 2>&1 ||
+    { tail -n 30 "$WORK/build-0.2.log" >&2; fail "the 0.2 tree did not build"; }
+grep -q "^default_version = '0.2'" "$repo/stoatflow.control" || fail "$repo/stoatflow.control is not version 0.2"
+install_tree "$repo" 0.2
+log_mark=$(wc -l <"$SERVER_LOG")
+pg_start
+[ "$(available)" = "0.1,0.2" ] || fail "private install offers stoatflow versions '$(available)', expected 0.1,0.2"
+[ "$(sql "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")" = "0.1" ] || fail "extversion changed by itself"
+produce_chunk "$HALF"
+log "0.2 library on the 0.1 catalog: chunk $HALF produced; observing for ${UPGRADE_OBSERVE}s"
+offsets_before=$(committed)
+observe_end=$(($(date +%s) + UPGRADE_OBSERVE))
+workers_seen=()
+while (($(date +%s) < observe_end)); do
+    pid=$(worker_pid)
+    if [ -n "$pid" ]; then
+        for p in $pid; do [[ " ${workers_seen[*]} " == *" $p "* ]] || workers_seen+=("$p"); done
+    fi
+    sql "SELECT 1" >/dev/null   # the server must keep accepting connections
+    sleep 0.5
+done
+status_pre=$(psql_try -c "SELECT DISTINCT status || ' | ' || coalesce(last_error, '') FROM stoatflow.sources" 2>&1 ||
+    echo "stoatflow.sources failed: $(cat "$WORK/psql.err")")
+offsets_pre=$(committed)
+procs_pre=$(sql "SELECT string_agg(backend_type, ', ' ORDER BY backend_type) FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow%'")
+sink_pre=$(sql "SELECT count(*) || ' rows, sum(n) = ' || coalesce(sum(n), 0) FROM $SINK")
+tail -n +"$((log_mark + 1))" "$SERVER_LOG" | grep -E "ERROR|FATAL|WARNING|PANIC|terminated|stoatflow" |
+    sed -E 's/^[0-9-]+ [0-9:.]+ [A-Z]+ //' | sort | uniq -c | sort -rn | head -n 12 >"$WORK/pre-alter.log" || true
+log "before ALTER EXTENSION: stoatflow processes: ${procs_pre:-none}; source worker pids seen: ${workers_seen[*]:-none}"
+log "before ALTER EXTENSION: stoatflow.sources: ${status_pre:-no rows}"
+log "before ALTER EXTENSION: committed offsets $offsets_before -> $offsets_pre of $((PRODUCED)) produced; sink $sink_pre"
+log "before ALTER EXTENSION: server log since the 0.2 start (count, message):"
+sed 's/^/    /' "$WORK/pre-alter.log"
+
+# What the 0.1 SQL API does on the 0.2 library (recorded; only a crash fails, via check_log):
+# C functions of the 0.1 catalog without a symbol in the 0.2 library, and a few calls.
+if command -v nm >/dev/null; then
+    missing=()
+    nm -D --defined-only "$INST$sys_pkglibdir/stoatflow.so" >"$WORK/symbols-0.2.txt"
+    for sym in $(grep -o "'MODULE_PATHNAME', *'[A-Za-z_0-9]*'" "$V01/sql/stoatflow--0.1.sql" | sed "s/.*, *'//; s/'//" | sort -u); do
+        grep -qw "$sym" "$WORK/symbols-0.2.txt" || missing+=("$sym")
+    done
+    log "before ALTER EXTENSION: C symbols of the 0.1 catalog missing from the 0.2 library: ${missing[*]:-none}"
+fi
+probe() { # probe SQL: prints its result or its error
+    local out
+    if out=$(psql_try -c "$1"); then echo "ok: $(tr '\n' ' ' <<<"$out" | cut -c1-120)"; else echo "error: $(head -n1 "$WORK/psql.err")"; fi
+}
+for q in "SELECT stoatflow.version()" "SELECT stoatflow.tumbling('1 minute')" \
+    "SELECT records_in FROM stoatflow.stats" "SELECT stoatflow.wait_caught_up('$SOURCE', '1 second')"; do
+    log "before ALTER EXTENSION: $q -> $(probe "$q")"
+done
+sql "SELECT 1" >/dev/null || fail "the server does not answer after the probes"
+
+sql "ALTER EXTENSION stoatflow UPDATE TO '0.2'" >/dev/null
+ver=$(sql "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")
+[ "$ver" = "0.2" ] || fail "extversion is '$ver' after ALTER EXTENSION UPDATE, expected 0.2"
+[ "$(sql "SELECT stoatflow.version()")" = "0.2" ] || fail "stoatflow.version() is not 0.2"
+alter_at=$(date +%s.%N)
+log "ALTER EXTENSION stoatflow UPDATE TO '0.2' done; extversion 0.2"
+for ((c = HALF + 1; c < NCHUNKS; c++)); do produce_chunk "$c"; done
+_resumed() { local n; n=$(committed); [[ $n =~ ^[0-9]+$ ]] && ((n > offsets_pre)); }
+wait_until "$CAUGHT_UP_TIMEOUT" "the worker to commit again after ALTER EXTENSION UPDATE" _resumed
+log "the worker committed again $(awk -v a="$alter_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')s after ALTER EXTENSION UPDATE"
+EXPECTED_CSV=$ALL_EXPECTED
+EVENTS_TOTAL=$ALL_TOTAL
+wait_caught_up
+log "0.2 caught up on all $PRODUCED events"
+# After a failure the worker shows 'error' until a commit succeeds, then 'running' (set just
+# after that commit, so wait_caught_up can return a moment before it). last_error keeps the
+# most recent error after recovery (README: "it stays after recovery"): reported, not checked.
+_running() { [ "$(source_status | cut -d'|' -f1)" = "running" ]; }
+wait_until 30 "stoatflow.sources.status 'running' (it is '$(source_status | tr '\n' ' ')')" _running
+log "source status after the upgrade: $(source_status | sed 's/|/, last_error: /')"
+verify_sink
+changed=$(sql "SELECT count(*) FROM public.sink_v01 o WHERE o.final AND NOT EXISTS (
+    SELECT 1 FROM $SINK s WHERE s.key = o.key AND s.window_start = o.window_start AND s.window_end = o.window_end
+       AND s.n = o.n AND s.total = o.total AND s.event_time = o.event_time AND s.final)")
+[ "$changed" = 0 ] || fail "$changed windows final under 0.1 are missing or changed after the upgrade"
+log "all $v01_final windows final under 0.1 are unchanged"
+check_log
+
+# ---------------------------------------------------------------------------------
+# 5. The upgraded catalog equals a fresh 0.2 install
+sql "CREATE DATABASE fresh" >/dev/null
+db_sql fresh "CREATE EXTENSION stoatflow" >/dev/null
+[ "$(db_sql fresh "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")" = "0.2" ] ||
+    fail "CREATE EXTENSION in database fresh did not install 0.2"
+CATALOG_SQL=$(cat <<'EOF'
+WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'stoatflow'),
+members AS (
+  SELECT d.classid, d.objid FROM pg_depend d, ext
+   WHERE d.refclassid = 'pg_extension'::regclass AND d.refobjid = ext.oid AND d.deptype = 'e'),
+rels AS (SELECT c.oid FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+         UNION  -- composite types (the "window" type): their attributes
+         SELECT t.typrelid FROM pg_type t JOIN members m ON m.classid = 'pg_type'::regclass AND m.objid = t.oid
+          WHERE t.typrelid <> 0),
+lines AS (
+  SELECT 'member ' || pg_describe_object(m.classid, m.objid, 0) AS line FROM members m
+  UNION ALL
+  SELECT format('function %s.%s(%s) returns %s; lang %s; kind %s; volatile %s; strict %s; secdef %s; leakproof %s; parallel %s; config %s; acl %s; owner %s; bin %s; src md5 %s',
+                p.pronamespace::regnamespace, p.proname, pg_get_function_identity_arguments(p.oid),
+                pg_get_function_result(p.oid), l.lanname, p.prokind, p.provolatile, p.proisstrict,
+                p.prosecdef, p.proleakproof, p.proparallel, p.proconfig, p.proacl, p.proowner::regrole,
+                p.probin, md5(p.prosrc))
+    FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+    JOIN pg_language l ON l.oid = p.prolang
+  UNION ALL
+  SELECT format('function %s.%s(%s) arguments: %s', p.pronamespace::regnamespace, p.proname,
+                pg_get_function_identity_arguments(p.oid), pg_get_function_arguments(p.oid))
+    FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+  UNION ALL
+  SELECT format('relation %s kind %s; options %s; acl %s; owner %s', c.oid::regclass, c.relkind,
+                c.reloptions, c.relacl, c.relowner::regrole)
+    FROM pg_class c JOIN rels r ON r.oid = c.oid
+  UNION ALL
+  SELECT format('column %s.%s #%s %s; not null %s; default %s; dropped %s; acl %s', a.attrelid::regclass,
+                a.attname, a.attnum, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                pg_get_expr(ad.adbin, ad.adrelid), a.attisdropped, a.attacl)
+    FROM pg_attribute a JOIN rels r ON r.oid = a.attrelid
+    LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+   WHERE a.attnum > 0
+  UNION ALL
+  SELECT format('view %s: %s', c.oid::regclass, md5(pg_get_viewdef(c.oid)))
+    FROM pg_class c JOIN rels r ON r.oid = c.oid WHERE c.relkind IN ('v', 'm')
+  UNION ALL
+  SELECT format('constraint %s on %s: %s', co.conname, co.conrelid::regclass, pg_get_constraintdef(co.oid))
+    FROM pg_constraint co JOIN rels r ON r.oid = co.conrelid
+  UNION ALL
+  SELECT format('index %s on %s: %s', i.indexrelid::regclass, i.indrelid::regclass, pg_get_indexdef(i.indexrelid))
+    FROM pg_index i JOIN rels r ON r.oid = i.indrelid
+  UNION ALL
+  SELECT format('trigger %s on %s: %s', t.tgname, t.tgrelid::regclass, pg_get_triggerdef(t.oid))
+    FROM pg_trigger t JOIN rels r ON r.oid = t.tgrelid WHERE NOT t.tgisinternal
+  UNION ALL
+  SELECT format('comment on %s: %s', pg_describe_object(m.classid, m.objid, 0), md5(ds.description))
+    FROM members m JOIN pg_description ds ON ds.classoid = m.classid AND ds.objoid = m.objid AND ds.objsubid = 0
+  UNION ALL
+  SELECT format('type %s kind %s; acl %s', t.oid::regtype, t.typtype, t.typacl)
+    FROM pg_type t JOIN members m ON m.classid = 'pg_type'::regclass AND m.objid = t.oid
+  UNION ALL
+  SELECT format('schema %s acl %s owner %s', n.nspname, n.nspacl, n.nspowner::regrole)
+    FROM pg_namespace n WHERE n.nspname LIKE 'stoatflow%'
+  UNION ALL
+  SELECT format('extension %s relocatable %s schema %s config %s condition %s', e.extname,
+                e.extrelocatable, e.extnamespace::regnamespace,
+                (SELECT array_agg(x::regclass::text ORDER BY x::regclass::text) FROM unnest(e.extconfig) x),
+                e.extcondition)
+    FROM pg_extension e WHERE e.extname = 'stoatflow'
+)
+SELECT line FROM lines ORDER BY line COLLATE "C";
+EOF
+)
+db_sql postgres "$CATALOG_SQL" >"$WORK/catalog-upgraded.txt"
+db_sql fresh "$CATALOG_SQL" >"$WORK/catalog-fresh.txt"
+nlines=$(wc -l <"$WORK/catalog-fresh.txt")
+((nlines > 100)) || fail "the catalog description has only $nlines lines: the query describes too little"
+if ! diff -u "$WORK/catalog-fresh.txt" "$WORK/catalog-upgraded.txt" >"$WORK/catalog.diff"; then
+    echo "---- catalog diff (- fresh 0.2, + 0.1 upgraded to 0.2) ----" >&2
+    head -n 80 "$WORK/catalog.diff" >&2
+    fail "the upgraded catalog differs from a fresh 0.2 install ($(grep -c '^[-+][^-+]' "$WORK/catalog.diff") lines)"
+fi
+log "upgraded catalog equals a fresh 0.2 install ($nlines lines of description compared)"
+check_log
+log "RESULT events=$EVENTS keys=$KEYS chunks=$NCHUNKS (0.1: $HALF, before ALTER: 1, 0.2: $((NCHUNKS - HALF - 1))) rows_compared=$VERIFY_ROWS v01_final_unchanged=$v01_final catalog_lines=$nlines match=yes"
+faults_pass
