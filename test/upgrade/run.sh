@@ -182,6 +182,11 @@ tail -n +"$((log_mark + 1))" "$SERVER_LOG" | grep -E "ERROR|FATAL|WARNING|PANIC|
 log "before ALTER EXTENSION: stoatflow processes: ${procs_pre:-none}; source worker pids seen: ${workers_seen[*]:-none}"
 log "before ALTER EXTENSION: stoatflow.sources: ${status_pre:-no rows}"
 log "before ALTER EXTENSION: committed offsets $offsets_before -> $offsets_pre of $((PRODUCED)) produced; sink $sink_pre"
+# The 0.2 worker waits for the update: it says so, and consumes and commits nothing.
+[[ $status_pre == "error | "*"ALTER EXTENSION stoatflow UPDATE"* ]] ||
+    fail "before ALTER EXTENSION the source should ask for the update; it shows: ${status_pre:-no rows}"
+[ "$offsets_pre" = "$offsets_before" ] ||
+    fail "the 0.2 worker committed on the 0.1 catalog: offsets $offsets_before -> $offsets_pre"
 log "before ALTER EXTENSION: server log since the 0.2 start (count, message):"
 sed 's/^/    /' "$WORK/pre-alter.log"
 
