@@ -139,6 +139,29 @@ produce_chunk() { # produce_chunk CHUNK: every partition's file of that chunk, i
     done
 }
 
+# produce_chunks FIRST LAST: chunks FIRST..LAST, one kcat run per partition (the chunks'
+# files concatenated in order, so each partition stays in event-time order).
+produce_chunks() {
+    local c p n files
+    ((${1} <= ${2})) || return 0
+    for ((p = 0; p < PARTITIONS; p++)); do
+        files=()
+        for ((c = $1; c <= $2; c++)); do
+            files+=("$EVENTS_DIR/chunk-$(printf '%02d' "$c")-p$p.jsonl")
+            [ -f "${files[-1]}" ] || fail "no event file ${files[-1]}"
+        done
+        n=$(cat "${files[@]}" | wc -l)
+        [ "$n" -gt 0 ] || continue
+        cat "${files[@]}" | timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z lz4 \
+            2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce chunks $1..$2 of partition $p"; }
+        if grep -qi "fail\|error" "$WORK/kcat.err"; then
+            cat "$WORK/kcat.err" >&2
+            fail "kcat reported errors producing chunks $1..$2 of partition $p"
+        fi
+        PRODUCED=$((PRODUCED + n))
+    done
+}
+
 # ---------------------------------------------------------------------------------
 # PostgreSQL
 
