@@ -139,6 +139,29 @@ produce_chunk() { # produce_chunk CHUNK: every partition's file of that chunk, i
     done
 }
 
+# produce_chunks FIRST LAST: chunks FIRST..LAST, one kcat run per partition (the chunks'
+# files concatenated in order, so each partition stays in event-time order).
+produce_chunks() {
+    local c p n files
+    ((${1} <= ${2})) || return 0
+    for ((p = 0; p < PARTITIONS; p++)); do
+        files=()
+        for ((c = $1; c <= $2; c++)); do
+            files+=("$EVENTS_DIR/chunk-$(printf '%02d' "$c")-p$p.jsonl")
+            [ -f "${files[-1]}" ] || fail "no event file ${files[-1]}"
+        done
+        n=$(cat "${files[@]}" | wc -l)
+        [ "$n" -gt 0 ] || continue
+        cat "${files[@]}" | timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z lz4 \
+            2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce chunks $1..$2 of partition $p"; }
+        if grep -qi "fail\|error" "$WORK/kcat.err"; then
+            cat "$WORK/kcat.err" >&2
+            fail "kcat reported errors producing chunks $1..$2 of partition $p"
+        fi
+        PRODUCED=$((PRODUCED + n))
+    done
+}
+
 # ---------------------------------------------------------------------------------
 # PostgreSQL
 
@@ -248,8 +271,10 @@ wait_caught_up() {
 # The sink against the independent computation: every (key, window_start) row equal in
 # n, total and event_time, none missing, none extra; sum(n) = events produced; finality
 # agrees with the committed watermark; nothing dropped, nothing dead-lettered.
+# verify_sink [SINK_TABLE [AGGREGATION]]: defaults $SINK and 'agg' (the setup_pipeline names).
 VERIFY_ROWS=0
 verify_sink() {
+    local sink=${1:-$SINK} agg=${2:-agg}
     local out
     out=$(psql_try <<EOF
 CREATE TEMP TABLE expected (key text, window_start_ms bigint, n bigint, total numeric, max_ts bigint);
@@ -258,7 +283,7 @@ CREATE TEMP TABLE actual AS
   SELECT key, (extract(epoch FROM window_start) * 1000)::bigint AS window_start_ms,
          (extract(epoch FROM window_end) * 1000)::bigint AS window_end_ms,
          n, total, (extract(epoch FROM event_time) * 1000)::bigint AS event_time_ms, final
-    FROM $SINK;
+    FROM $sink;
 SELECT 'expected_rows', count(*) FROM expected;
 SELECT 'actual_rows', count(*) FROM actual;
 SELECT 'missing', count(*) FROM expected e
@@ -273,20 +298,20 @@ SELECT 'equal', count(*) FROM actual a JOIN expected e USING (key, window_start_
 SELECT 'bad_window_end', count(*) FROM actual WHERE window_end_ms IS DISTINCT FROM window_start_ms + 60000;
 SELECT 'sum_n', coalesce(sum(n), 0) FROM actual;
 SELECT 'committed_offsets', coalesce(sum(committed_offset), 0) FROM stoatflow.sources WHERE source_name = '$SOURCE';
-SELECT 'watermark_ms', (extract(epoch FROM watermark) * 1000)::bigint FROM stoatflow.stats WHERE aggregation_name = 'agg';
+SELECT 'watermark_ms', (extract(epoch FROM watermark) * 1000)::bigint FROM stoatflow.stats WHERE aggregation_name = '$agg';
 SELECT 'final_rows', count(*) FILTER (WHERE final) FROM actual;
 SELECT 'final_wrong', count(*) FROM actual a, stoatflow.stats s
-  WHERE s.aggregation_name = 'agg'
+  WHERE s.aggregation_name = '$agg'
     AND a.final IS DISTINCT FROM (a.window_end_ms <= (extract(epoch FROM s.watermark) * 1000)::bigint);
-SELECT 'records_in', records_in FROM stoatflow.stats WHERE aggregation_name = 'agg';
-SELECT 'dropped_late_window', dropped_late_window FROM stoatflow.stats WHERE aggregation_name = 'agg';
+SELECT 'records_in', records_in FROM stoatflow.stats WHERE aggregation_name = '$agg';
+SELECT 'dropped_late_window', dropped_late_window FROM stoatflow.stats WHERE aggregation_name = '$agg';
 SELECT 'dead_letters', count(*) FROM stoatflow.dead_letters;
 EOF
     ) || { cat "$WORK/psql.err" >&2; fail "verification query failed"; }
     declare -A v
     local k val
     while IFS='|' read -r k val; do v[$k]=$val; done <<<"$out"
-    log "sink: $(tr '\n|' ' =' <<<"$out")"
+    log "$sink: $(tr '\n|' ' =' <<<"$out")"
     local problems=()
     [ "${v[missing]}" = 0 ] || problems+=("${v[missing]} expected windows missing from the sink")
     [ "${v[extra]}" = 0 ] || problems+=("${v[extra]} sink rows that should not exist")
@@ -311,7 +336,7 @@ CREATE TEMP TABLE expected (key text, window_start_ms bigint, n bigint, total nu
 SELECT coalesce(e.key, a.key) AS key, to_timestamp(coalesce(e.window_start_ms, (extract(epoch FROM a.window_start) * 1000)::bigint) / 1000.0) AS window_start,
        e.n AS e_n, a.n AS a_n, e.total AS e_total, a.total AS a_total,
        to_timestamp(e.max_ts / 1000.0) AS e_event_time, a.event_time AS a_event_time, a.final
-  FROM expected e FULL JOIN $SINK a ON a.key = e.key AND (extract(epoch FROM a.window_start) * 1000)::bigint = e.window_start_ms
+  FROM expected e FULL JOIN $sink a ON a.key = e.key AND (extract(epoch FROM a.window_start) * 1000)::bigint = e.window_start_ms
  WHERE a.key IS NULL OR e.key IS NULL OR a.n <> e.n OR a.total <> e.total
     OR (extract(epoch FROM a.event_time) * 1000)::bigint <> e.max_ts
  ORDER BY 1, 2 LIMIT 20;
@@ -319,10 +344,10 @@ EOF
         fi
         local p
         for p in "${problems[@]}"; do echo "[$FAULTS_NAME]   - $p" >&2; done
-        fail "the sink does not match the expected windows"
+        fail "the sink $sink does not match the expected windows"
     fi
     VERIFY_ROWS=${v[equal]}
-    log "sink matches: ${v[equal]} rows equal, sum(n) = $EVENTS_TOTAL, ${v[final_rows]} final"
+    log "$sink matches: ${v[equal]} rows equal, sum(n) = $EVENTS_TOTAL, ${v[final_rows]} final"
 }
 
 # No crash in the server log except the SIGKILLs we sent (their pids in KILLED_PIDS).

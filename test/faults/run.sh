@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Process-level fault tests (SPEC 5 "exactly once", SPEC 6 faults): each scenario starts its
+# Process-level fault tests (SPEC 5 "exactly once", SPEC 6 faults, SPEC 10 sink isolation): each scenario starts its
 # own throwaway PostgreSQL cluster (unix socket only) and mock Kafka cluster (127.0.0.1),
 # streams deterministic events (events.py) through stoatflow while injecting one kind of
 # fault, and compares the sink with an independent computation row for row.
@@ -10,6 +10,8 @@
 #   restart_immediate  pg_ctl restart -m immediate, twice mid-stream
 #   broker_down        brokers away mid-stream: status 'error', then back to 'running'
 #   sigterm            pg_ctl stop -m fast mid-stream, then start
+#   sink_fuzz          random hostile changes to one aggregation's sink; its sibling stays fresh
+#                      (SINK_FUZZ_SECONDS, default 40; SINK_FUZZ_SEED to replay)
 #
 # Needs: the extension installed (make install), kcat, python3, and the mock broker
 # (built here if missing). As root, servers run as user postgres. Ends with the line
@@ -21,7 +23,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm memory_limit)
+all=(kill9 restart_immediate broker_down sigterm memory_limit sink_fuzz)
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do
     [ -f "$here/$s.sh" ] || { echo "faults: unknown scenario '$s' (have: ${all[*]})" >&2; exit 2; }
