@@ -172,6 +172,7 @@ void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
     if (!ws.dirty) {
         ws.dirty = true;
         ++dirty_count_;
+        dirty_segments_.insert(segment_time(ws));
         if (!kit->second.dirty_listed) {
             kit->second.dirty_listed = true;
             dirty_keys_.push_back(kit);
@@ -579,6 +580,7 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     }
     dirty_keys_.clear();
     dirty_count_ = 0;
+    dirty_segments_.clear();
 
     for (KeyIt kit : compact) {
         Windows& m = kit->second.windows;

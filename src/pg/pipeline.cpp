@@ -3,6 +3,7 @@
 #include "stoatflow/core/error.hpp"
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -12,6 +13,10 @@
 #include "stoatflow/pg/text.hpp"
 
 extern "C" {
+#include "catalog/namespace.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
+#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 }
 
@@ -77,35 +82,61 @@ core::Millis committed_watermark(std::int32_t aggregation_id) {
     return core::kNoTime;
 }
 
+namespace {
+// A segment table was read and its rows copied: its read lock can go now, not at commit.
+// Restoring an aggregation with thousands of live segments would otherwise hold thousands of
+// locks in one transaction, more than PostgreSQL's shared lock table may have room for.
+void release_read_lock(Oid relid) {
+    pg_call([&] {
+        LOCKTAG tag;
+        SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+        while (LockHeldByMe(&tag, AccessShareLock)) LockRelease(&tag, AccessShareLock, false);
+    });
+}
+}  // namespace
+
 void read_window_rows(const AggregationDef& /*def*/, const core::AggLayout& layout,
                       const std::vector<Segment>& segments,
                       const std::function<void(const core::WindowStateRow&)>& f) {
-    if (segments.empty()) return;
     // Each segment is an append-only log of window versions; the newest version per window
-    // (highest commit) wins, across segments (a session moves as it grows).
-    std::string sql =
-        "SELECT DISTINCT ON (key, window_start) key, window_start, window_end, event_time, state, "
-        "removed FROM (";
-    for (std::size_t i = 0; i < segments.size(); ++i) {
-        if (i) sql += " UNION ALL ";
-        sql += "SELECT * FROM stoatflow_state." + quote_ident(segments[i].relname);
-    }
-    sql += ") s ORDER BY key, window_start, commit_seq DESC";
-    const auto n = spi_exec(sql);
-    for (std::uint64_t r = 0; r < n; ++r) {
+    // (highest commit) wins, across segments (a session moves as it grows). One segment at a
+    // time, so that each one's lock is held only while it is read.
+    struct Newest {
         core::WindowStateRow row;
-        row.key = *spi_text(r, 1);
-        row.start = *spi_int64(r, 2);
-        row.end = *spi_int64(r, 3);
-        row.event_time = *spi_int64(r, 4);
-        row.removed = *spi_bool(r, 6);
-        if (!row.removed) {
-            const auto bytes = spi_bytea(r, 5);
-            if (!bytes) throw Error(sqlstate::kDataCorrupted, "window state row without state");
-            row.cells = layout.deserialize(bytes->data(), bytes->size());
+        std::int64_t seq = 0;
+    };
+    std::map<std::pair<std::string, core::Millis>, Newest> newest;
+    for (const auto& seg : segments) {
+        const auto n = spi_exec(
+            "SELECT DISTINCT ON (key, window_start) key, window_start, window_end, event_time, state, removed, "
+            "commit_seq FROM stoatflow_state." +
+            quote_ident(seg.relname) + " ORDER BY key, window_start, commit_seq DESC");
+        for (std::uint64_t r = 0; r < n; ++r) {
+            const std::int64_t seq = *spi_int64(r, 7);
+            auto key = std::make_pair(*spi_text(r, 1), *spi_int64(r, 2));
+            auto it = newest.find(key);
+            if (it != newest.end() && it->second.seq >= seq) continue;
+            core::WindowStateRow row;
+            row.key = key.first;
+            row.start = key.second;
+            row.end = *spi_int64(r, 3);
+            row.event_time = *spi_int64(r, 4);
+            row.removed = *spi_bool(r, 6);
+            if (!row.removed) {
+                const auto bytes = spi_bytea(r, 5);
+                if (!bytes) throw Error(sqlstate::kDataCorrupted, "window state row without state");
+                row.cells = layout.deserialize(bytes->data(), bytes->size());
+            }
+            newest[std::move(key)] = {std::move(row), seq};
         }
-        f(row);
+        Oid relid = seg.relid;
+        if (!OidIsValid(relid)) {
+            const char* relname = seg.relname.c_str();
+            relid = pg_call([&] { return get_relname_relid(relname, get_namespace_oid("stoatflow_state", false)); });
+        }
+        if (OidIsValid(relid)) release_read_lock(relid);
     }
+    for (const auto& [id, n] : newest) f(n.row);
 }
 
 void SourcePipeline::restore() {

@@ -375,7 +375,7 @@ private:
         });
         const core::CommitPolicy policy{commit_interval_ms, catchup_commit_interval_ms};
         if (policy.due(wall_now() - last_commit_, pipeline_->records_since_commit(), pipeline_->pending_changes(),
-                       waiting) ||
+                       waiting, pipeline_->pending_segments()) ||
             pipeline_->sink_retry_due(wall_now()))
             commit(false);
     }
@@ -399,7 +399,8 @@ private:
     // commit (the next one).
     bool consume_while_writing() {
         if (pipeline_->records_since_commit() >= core::CommitPolicy::kMaxRecordsCatchingUp ||
-            pipeline_->pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp)
+            pipeline_->pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp ||
+            pipeline_->pending_segments() >= core::CommitPolicy::kMaxSegmentsPerCommit)
             return false;
         consume(20, wall_now());
         return true;

@@ -10,6 +10,7 @@
 #   restart_immediate  pg_ctl restart -m immediate, twice mid-stream
 #   broker_down        brokers away mid-stream: status 'error', then back to 'running'
 #   sigterm            pg_ctl stop -m fast mid-stream, then start
+#   memory_limit       stoatflow.worker_memory_limit reached: consuming stops, resumes on reload
 #   sink_fuzz          random hostile changes to one aggregation's sink; its sibling stays fresh
 #                      (SINK_FUZZ_SECONDS, default 40; SINK_FUZZ_SEED to replay)
 #

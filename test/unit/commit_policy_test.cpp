@@ -45,3 +45,12 @@ TEST(CommitPolicy, BoundsOnOneCommit) {
     EXPECT_TRUE(p.due(0, CommitPolicy::kMaxRecordsCatchingUp, 0, behind));
     EXPECT_TRUE(p.due(0, 0, CommitPolicy::kMaxChangedWindowsCatchingUp, behind));
 }
+
+// A backlog far ahead of the watermark spreads changed windows over many segment tables; each
+// one a commit writes stays locked until it commits: a commit comes before there are too many.
+TEST(CommitPolicy, BoundOnSegmentTablesPerCommit) {
+    const CommitPolicy p{1000, 10000};
+    EXPECT_FALSE(p.due(0, 1, 1, 0, CommitPolicy::kMaxSegmentsPerCommit - 1));
+    EXPECT_TRUE(p.due(0, 1, 1, 0, CommitPolicy::kMaxSegmentsPerCommit));
+    EXPECT_TRUE(p.due(0, 1, 1, 1'000'000, CommitPolicy::kMaxSegmentsPerCommit));  // catching up too
+}

@@ -170,3 +170,18 @@ TEST(Recovery, RestoredEngineContinuesLikeAnUninterruptedOne) {
         }
     }
 }
+
+// The segment tables the next commit writes: counted as windows change (one per distinct
+// segment), so the worker can commit before one commit locks too many of them.
+TEST(ChangedState, PendingSegmentsCountsDistinctSegmentsOfChangedWindows) {
+    Harness h(WindowSpec::tumbling(10));  // minimum retention: segments of 60 s
+    EXPECT_EQ(h.agg.pending_segments(), 0u);
+    h.push({{"a", 1, 1}, {"b", 2, 1}, {"a", 30'000, 1}});
+    EXPECT_EQ(h.agg.pending_segments(), 1u);  // all within the first minute
+    h.push({{"a", 61'000, 1}, {"c", 125'000, 1}});
+    EXPECT_EQ(h.agg.pending_segments(), 3u);
+    h.commit();
+    EXPECT_EQ(h.agg.pending_segments(), 0u);
+    h.push({"c", 126'000, 1});
+    EXPECT_EQ(h.agg.pending_segments(), 1u);
+}

@@ -26,6 +26,10 @@ struct CommitPolicy {
     // Catching up, a larger output (~0.4 KB per changed window while it is written) buys
     // fewer rewrites of windows that are still open.
     static constexpr std::size_t kMaxChangedWindowsCatchingUp = 500000;
+    // Every segment table a commit writes stays locked until it commits, and PostgreSQL's
+    // shared lock table is sized max_locks_per_transaction × connections (a few thousand):
+    // a backlog far ahead of the watermark must not make one commit lock thousands of them.
+    static constexpr std::size_t kMaxSegmentsPerCommit = 256;
 
     bool catching_up(std::int64_t waiting) const {
         return waiting >= kCatchupLagRecords && catchup_interval > interval;
@@ -33,9 +37,11 @@ struct CommitPolicy {
 
     // since_commit: wall time since the last commit; records: consumed since then;
     // changed: windows changed since then; waiting: records in the topic not consumed yet.
-    bool due(Millis since_commit, std::int64_t records, std::size_t changed, std::int64_t waiting) const {
+    // segments: segment tables the changed windows live in (over all aggregations).
+    bool due(Millis since_commit, std::int64_t records, std::size_t changed, std::int64_t waiting,
+             std::size_t segments = 0) const {
         const bool behind = catching_up(waiting);
-        return since_commit >= (behind ? catchup_interval : interval) ||
+        return since_commit >= (behind ? catchup_interval : interval) || segments >= kMaxSegmentsPerCommit ||
                records >= (behind ? kMaxRecordsCatchingUp : kMaxRecords) ||
                changed >= (behind ? kMaxChangedWindowsCatchingUp : kMaxChangedWindows);
     }

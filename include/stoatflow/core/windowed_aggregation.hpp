@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace stoatflow::core {
@@ -116,6 +117,8 @@ public:
     std::size_t keys_with_open_windows() const;
     // Windows changed since the last flush (what the next commit will write, at least).
     std::size_t pending_changes() const { return dirty_count_; }
+    // Segments those windows live in (what the next commit will lock, at least).
+    std::size_t pending_segments() const { return dirty_segments_.size(); }
     // Windows held in memory (open ones plus closed ones kept for sliding derivation).
     std::size_t resident_windows() const { return resident_; }
     // An estimate of the heap this engine holds: keys with their bytes, the key table,
@@ -240,6 +243,7 @@ private:
     // Keys with a window changed since the last flush; the windows carry the dirty flag.
     std::vector<KeyIt> dirty_keys_;
     std::size_t dirty_count_ = 0;  // windows that became dirty since the last flush
+    std::unordered_set<Millis> dirty_segments_;  // their segments (cleared by flush)
     static WindowState* find_window(KeyIt kit, Millis start);
     std::vector<SinkDelete> retractions_;     // session rows to delete at the next commit
     std::vector<WindowStateRow> tombstones_;  // persisted windows that no longer exist

@@ -110,6 +110,12 @@ public:
         for (const auto& a : aggs_) n += a.engine->pending_changes();
         return n;
     }
+    // Segment tables the next commit will write, at least (over all aggregations).
+    std::size_t pending_segments() const {
+        std::size_t n = 0;
+        for (const auto& a : aggs_) n += a.engine->pending_segments();
+        return n;
+    }
     // An aggregation owes its sink windows and may try again now: worth a commit of its own.
     bool sink_retry_due(core::Millis now) const {
         for (const auto& a : aggs_)
