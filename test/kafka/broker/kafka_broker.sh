@@ -265,15 +265,20 @@ _kafka_broker_wait_gone() { # SECONDS
 
 # Ends the JVM, keeps the scratch dir (data, logs, config): SIG then SIGKILL after a bound.
 _kafka_broker_end() { # SIGNAL
-    local rc=0
     [[ -n $KAFKA_BROKER_PID ]] || return 0
-    kill -CONT "$KAFKA_BROKER_PID" 2>/dev/null || true # a paused JVM cannot act on SIGTERM
-    kill -"$1" "$KAFKA_BROKER_PID" 2>/dev/null || true
+    # stderr off while the JVM is reaped: bash would print a "Killed" job notice there
+    _kafka_broker_end_quiet "$1" 3>&2 2>/dev/null
+}
+
+_kafka_broker_end_quiet() { # SIGNAL (fd 3: the caller's stderr)
+    local rc=0
+    kill -CONT "$KAFKA_BROKER_PID" || true # a paused JVM cannot act on SIGTERM
+    kill -"$1" "$KAFKA_BROKER_PID" || true
     if ! _kafka_broker_wait_gone "$KAFKA_BROKER_STOP_TIMEOUT"; then
-        _kafka_broker_log "pid $KAFKA_BROKER_PID still there ${KAFKA_BROKER_STOP_TIMEOUT}s after SIG$1; killing it"
-        kill -KILL "$KAFKA_BROKER_PID" 2>/dev/null || true
+        _kafka_broker_log "pid $KAFKA_BROKER_PID still there ${KAFKA_BROKER_STOP_TIMEOUT}s after SIG$1; killing it" 2>&3
+        kill -KILL "$KAFKA_BROKER_PID" || true
     fi
-    { wait "$KAFKA_BROKER_PID"; } 2>/dev/null || rc=$? # braces: no "Killed" job notice
+    wait "$KAFKA_BROKER_PID" || rc=$?
     KAFKA_BROKER_PID=
     return $rc
 }
