@@ -10,6 +10,8 @@
 #   restart_immediate  pg_ctl restart -m immediate, twice mid-stream
 #   broker_down        brokers away mid-stream: status 'error', then back to 'running'
 #   sigterm            pg_ctl stop -m fast mid-stream, then start
+#   memory_limit       stoatflow.worker_memory_limit far too low, then raised by a reload
+#   broker_kill        Apache Kafka only: broker SIGKILL + restart, then SIGSTOP for 30 s
 #
 # STOATFLOW_TEST_BROKER=mock (default: librdkafka's mock cluster, built here if missing) or
 # kafka (Apache Kafka 4.x, test/kafka/broker/kafka_broker.sh: java, and mvn for the first fetch).
@@ -22,7 +24,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm memory_limit)
+all=(kill9 restart_immediate broker_down sigterm memory_limit broker_kill)
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do
     [ -f "$here/$s.sh" ] || { echo "faults: unknown scenario '$s' (have: ${all[*]})" >&2; exit 2; }
@@ -52,6 +54,9 @@ kafka)
 *) echo "faults: STOATFLOW_TEST_BROKER='$broker': want mock or kafka" >&2; exit 2 ;;
 esac
 export STOATFLOW_TEST_BROKER=$broker
+if ((!$#)) && [ "$broker" = mock ]; then
+    scenarios=(kill9 restart_immediate broker_down sigterm memory_limit) # broker_kill needs kafka
+fi
 
 passed=0
 failed=0
