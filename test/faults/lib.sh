@@ -123,16 +123,20 @@ gen_events() { # gen_events SEED EVENTS KEYS CHUNKS
 }
 
 PRODUCED=0
+# Chunk c is produced compressed with CODECS[c mod 4] and with two record headers (the
+# source ignores headers): every scenario reads all four codecs, from both brokers.
+CODECS=(gzip snappy lz4 zstd)
 produce_chunk() { # produce_chunk CHUNK: every partition's file of that chunk, in order
-    local c p f n
+    local c p f n codec
     c=$(printf '%02d' "$1")
+    codec=${CODECS[$(($1 % 4))]}
     for ((p = 0; p < PARTITIONS; p++)); do
         f=$EVENTS_DIR/chunk-$c-p$p.jsonl
         [ -f "$f" ] || fail "no event file $f"
         n=$(wc -l <"$f")
         [ "$n" -gt 0 ] || continue
-        timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z lz4 <"$f" \
-            2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce $f"; }
+        timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z "$codec" \
+            -H "chunk=$c" -H "codec=$codec" <"$f" 2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce $f"; }
         if grep -qi "fail\|error" "$WORK/kcat.err"; then
             cat "$WORK/kcat.err" >&2
             fail "kcat reported errors producing $f"
