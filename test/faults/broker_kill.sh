@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fault scenario (Apache Kafka only): the broker process dies and hangs mid-stream. After
-# chunk 2 the broker is SIGKILLed right after a chunk went in (the worker is consuming it)
+# chunk 2 the broker is SIGKILLed as soon as the chunk went in (the worker is consuming it)
 # and started again (log recovery, same port, same data); after chunk 4 it is SIGSTOPped
 # for 30 s (BROKER_PAUSE_S): the port stays open and nothing answers, so the client sees
 # timeouts, not "connection refused". Meanwhile wait_caught_up must honour its timeout, the
@@ -22,6 +22,7 @@ NCHUNKS=6
 KILL_AFTER=2          # chunk after which the broker is SIGKILLed...
 PAUSE_AFTER=4         # ...and after which it is SIGSTOPped
 PAUSE_S=${BROKER_PAUSE_S:-30}
+FAULT_DELAY=${BROKER_FAULT_DELAY:-0} # s between a chunk produced and the fault
 WAIT_TIMEOUT_S=2      # wait_caught_up timeout while the broker is paused...
 WAIT_BOUND_S=20       # ...and the wall-clock bound it must return within
 
@@ -32,7 +33,7 @@ for ((c = 1; c < NCHUNKS; c++)); do
     wait_warm
     produce_chunk "$c"
     if ((c == KILL_AFTER)); then
-        sleep 0.1
+        sleep "$FAULT_DELAY"
         at=$(committed)
         kafka_broker_kill || fail "kafka_broker_kill failed"
         log "broker SIGKILLed after chunk $c (committed $at of $PRODUCED)"
@@ -43,7 +44,7 @@ for ((c = 1; c < NCHUNKS; c++)); do
         log "broker up again after $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')s; worker pid $(worker_pid); source $(source_status)"
     fi
     if ((c == PAUSE_AFTER)); then
-        sleep 0.1
+        sleep "$FAULT_DELAY"
         at=$(committed)
         kafka_broker_pause || fail "kafka_broker_pause failed"
         t0=$(date +%s)
