@@ -13,6 +13,7 @@
 #   memory_limit       stoatflow.worker_memory_limit far too low, then raised by a reload
 #   broker_kill        Apache Kafka only: broker SIGKILL + restart, then SIGSTOP for 30 s
 #   topic_deleted      Apache Kafka only: the topic deleted under the running source
+#   transactions       Apache Kafka only: aborted and committed transactions, read_committed
 #   partitions_added   Apache Kafka only, by name only (fails today): partitions added mid-stream
 #
 # STOATFLOW_TEST_BROKER=mock (default: librdkafka's mock cluster, built here if missing) or
@@ -26,7 +27,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm memory_limit broker_kill topic_deleted)
+all=(kill9 restart_immediate broker_down sigterm memory_limit broker_kill topic_deleted transactions)
 extra=(partitions_added) # by name only: fails today (see the script)
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do
