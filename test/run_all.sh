@@ -7,7 +7,7 @@
 # .ci/run), or "kafka". The whole pg_regress schedule runs once, against the first of them;
 # each further broker runs kafka_e2e alone. On Apache Kafka the fault suite runs the
 # scenarios in FAULTS_KAFKA_SCENARIOS: by default "broker_down broker_kill topic_deleted",
-# the ones about the broker (2.5-3.5 min; all eight take 7-9 min there); "all" for every one.
+# the ones about the broker (2.5-3.5 min; all eight take 5-8 min there); "all" for every one.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
