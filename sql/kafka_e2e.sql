@@ -1,4 +1,4 @@
--- End to end through Kafka: records produced with kcat into the mock cluster, consumed by
+-- End to end through Kafka: records produced with kcat into the test broker (mock or Apache Kafka), consumed by
 -- the source's background worker, windowed, committed; wait_caught_up() makes it
 -- deterministic. One source feeds four aggregations (one per window kind, both emit
 -- strategies); then late and malformed records; then an idle partition.

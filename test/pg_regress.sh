@@ -2,6 +2,10 @@
 # Runs the pg_regress suite (sql/, expected/, test/schedule) against the installed extension in a
 # throwaway --temp-instance that preloads stoatflow; as root, pg_regress runs as user postgres.
 # Fails on any test failure and on any crash in the server log ("terminated by signal").
+#
+#   STOATFLOW_TEST_BROKER=mock|kafka   the Kafka broker kafka_e2e consumes from (default mock;
+#                                      see test/kafka/test_broker.sh)
+#   REGRESS_TESTS="kafka_e2e"          run only these tests instead of test/schedule
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -12,12 +16,16 @@ pg_regress="$(dirname "$("$PG_CONFIG" --pgxs)")/../test/regress/pg_regress"
 
 bash test/check_schedule.sh
 
-# The end-to-end tests consume from a mock Kafka cluster (librdkafka's) on 127.0.0.1; its
-# address reaches them as $KAFKA_BROKERS (psql: \getenv). Topics: name:partitions.
-# shellcheck source=test/kafka/mock_broker.sh
-source test/kafka/mock_broker.sh
-trap 'mock_broker_stop' EXIT
-mock_broker_start e2e_pageviews:2 e2e_idle:2 e2e_faults:1
+# The end-to-end tests consume from a Kafka broker on 127.0.0.1 (librdkafka's mock cluster, or
+# Apache Kafka with STOATFLOW_TEST_BROKER=kafka); its address reaches them as $KAFKA_BROKERS
+# (psql: \getenv). Topics: name:partitions.
+# shellcheck source=test/kafka/test_broker.sh
+source test/kafka/test_broker.sh
+broker_check
+trap 'broker_stop' EXIT
+broker_t0=$(date +%s)
+broker_start e2e_pageviews:2 e2e_idle:2 e2e_faults:1
+echo "pg_regress.sh: $TEST_BROKER broker at $KAFKA_BROKERS (up in $(($(date +%s) - broker_t0))s)"
 
 # pg_regress, initdb and the server need a tree they own: copy the inputs into a scratch dir.
 run_as=()
@@ -27,10 +35,15 @@ if [ "$(id -u)" -eq 0 ]; then
     tmp_root=/tmp
 fi
 work=$(mktemp -d "$tmp_root/stoatflow-regress.XXXXXX")
-trap 'rm -rf "$work"; mock_broker_stop' EXIT
+trap 'rm -rf "$work"; broker_stop' EXIT
 cp -r sql expected test/schedule test/pg_regress.conf "$work/"
 if [ "$(id -u)" -eq 0 ]; then
     chown -R postgres: "$work"
+fi
+
+tests=(--schedule="$work/schedule")
+if [ -n "${REGRESS_TESTS:-}" ]; then
+    read -r -a tests <<<"$REGRESS_TESTS"
 fi
 
 status=0
@@ -39,7 +52,7 @@ status=0
     --temp-config="$work/pg_regress.conf" \
     --inputdir="$work" --outputdir="$work" \
     --bindir="$bindir" \
-    --schedule="$work/schedule" \
+    "${tests[@]}" \
     --dbname=contrib_regression \
     --encoding=UTF8 --no-locale \
     ${REGRESS_PORT:+--port="$REGRESS_PORT"}) || status=$?

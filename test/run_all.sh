@@ -2,11 +2,25 @@
 # The one test command: core unit tests (CMake/ctest, plus an ASan/UBSan build in CI or with
 # SANITIZE=1), build + install the extension, pg_regress, the preload check, the Kafka round trip.
 # SKIP_CORE=1 skips the two CMake steps (for work on the PostgreSQL layer alone; never in CI).
+# STOATFLOW_TEST_BROKERS: the Kafka brokers the Kafka end-to-end regress test and the fault
+# suite run against, in order: "mock" (default), "mock kafka" (default with CI=true, and in
+# .ci/run), or "kafka". The whole pg_regress schedule runs once, against the first of them;
+# each further broker runs kafka_e2e alone. On Apache Kafka the fault suite runs the
+# scenarios in FAULTS_KAFKA_SCENARIOS: by default "broker_down broker_kill topic_deleted",
+# the ones about the broker (2.5-3.5 min; all eight take 5-8 min there); "all" for every one.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 jobs=${JOBS:-2}
+# the Kafka brokers to test against (see the top)
+if [ -n "${STOATFLOW_TEST_BROKERS:-}" ]; then
+    read -r -a brokers <<<"$STOATFLOW_TEST_BROKERS"
+elif [ "${CI:-}" = "true" ]; then
+    brokers=(mock kafka)
+else
+    brokers=(mock)
+fi
 passed=0
 skipped=0
 current=""
@@ -79,7 +93,8 @@ step "extension: make" make -j"$jobs"
 step "extension: make install" make install
 
 # (d) pg_regress in a temp instance that preloads stoatflow
-step "pg_regress (make installcheck)" make installcheck
+step "pg_regress (make installcheck, ${brokers[0]} broker)" \
+    env STOATFLOW_TEST_BROKER="${brokers[0]}" make installcheck
 
 # (e) CREATE EXTENSION without shared_preload_libraries must fail clearly
 step "preload check" bash test/preload_check.sh
@@ -90,10 +105,34 @@ if [ -f test/kafka/roundtrip.sh ]; then
 else
     skip "kafka: mock broker round trip" "no test/kafka/roundtrip.sh"
 fi
-step "faults: kill -9, immediate restart, broker outage, SIGTERM" bash test/faults/run.sh
+
+# (g) the Kafka end-to-end test and the fault suite against each broker
+for b in "${brokers[@]}"; do
+    case $b in
+    mock) ;;
+    kafka)
+        step "kafka: Apache Kafka jars (Maven, cached)" \
+            bash -c 'source test/kafka/broker/kafka_broker.sh && kafka_broker_fetch'
+        step "kafka: Apache Kafka helper self-test" bash test/kafka/broker/selftest.sh
+        ;;
+    *) echo "run_all: STOATFLOW_TEST_BROKERS: unknown broker '$b' (want mock or kafka)" >&2; exit 2 ;;
+    esac
+    if [ "$b" != "${brokers[0]}" ]; then
+        step "pg_regress kafka_e2e ($b broker)" \
+            env STOATFLOW_TEST_BROKER="$b" REGRESS_TESTS=kafka_e2e bash test/pg_regress.sh
+    fi
+    scenarios=()
+    if [ "$b" = kafka ] && [ "${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted}" != all ]; then
+        read -r -a scenarios <<<"${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted}"
+    fi
+    step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, memory limit, sink fuzz}" \
+        env STOATFLOW_TEST_BROKER="$b" bash test/faults/run.sh "${scenarios[@]}"
+done
+
+# (h) a real 0.1 deployment upgraded to 0.2 with a running pipeline (private PostgreSQL copy)
 step "upgrade: 0.1 -> 0.2 with a running pipeline" bash test/upgrade/run.sh
 
-# (g) benchmarks build and run in a smoke size (their numbers mean nothing here; see
+# (i) benchmarks build and run in a smoke size (their numbers mean nothing here; see
 # BENCHMARKS.md for real runs). The JSON output is checked: every workload ran, and every
 # *_commit_* variant flushed mid-stream (state_rows/iter > 0; the flush interval scales
 # with BENCH_SCALE).

@@ -37,7 +37,7 @@ for ((c = 1; c < NCHUNKS; c++)); do
     if ((c == DOWN_AFTER)); then
         sleep "$DOWN_DELAY"
         at=$(committed)
-        mock_broker_down
+        broker_down || fail "broker_down failed"
         t=$(date +%s)
         log "brokers down after chunk $c (committed $at of $PRODUCED)"
         wait_until "$ERROR_TIMEOUT" "status 'error' with a last_error while the brokers are down" \
@@ -54,7 +54,7 @@ for ((c = 1; c < NCHUNKS; c++)); do
         sleep "$DOWN_EXTRA"
         status_is error nonempty || fail "status left 'error' while the brokers are still down: $(source_status)"
         [ -n "$(worker_pid)" ] || fail "no source worker while the brokers are down"
-        mock_broker_up
+        broker_up || fail "broker_up failed"
         log "brokers up; worker pid $(worker_pid); server still up, source $(source_status)"
     fi
 done

@@ -17,7 +17,7 @@ STOP_TIMEOUT=60    # s: the source must report the limit within this
 HOLD_S=5           # s: and consume nothing more for at least this long
 
 gen_events 404 "$EVENTS" "$KEYS" "$NCHUNKS"
-mock_broker_start "$TOPIC:$PARTITIONS"
+broker_start "$TOPIC:$PARTITIONS" || fail "the $TEST_BROKER broker did not start"
 pg_init
 pg_start
 sql "ALTER SYSTEM SET stoatflow.worker_memory_limit = '${LIMIT_KB}kB'" >/dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Process-level fault tests (SPEC 5 "exactly once", SPEC 6 faults, SPEC 10 sink isolation): each scenario starts its
-# own throwaway PostgreSQL cluster (unix socket only) and mock Kafka cluster (127.0.0.1),
+# Process-level fault tests (SPEC 5 "exactly once", SPEC 6 faults, SPEC 10 sink isolation): each
+# scenario starts its own throwaway PostgreSQL cluster (unix socket only) and Kafka broker (127.0.0.1),
 # streams deterministic events (events.py) through stoatflow while injecting one kind of
 # fault, and compares the sink with an independent computation row for row.
 #
@@ -10,12 +10,17 @@
 #   restart_immediate  pg_ctl restart -m immediate, twice mid-stream
 #   broker_down        brokers away mid-stream: status 'error', then back to 'running'
 #   sigterm            pg_ctl stop -m fast mid-stream, then start
-#   memory_limit       stoatflow.worker_memory_limit reached: consuming stops, resumes on reload
+#   memory_limit       stoatflow.worker_memory_limit far too low: consuming stops, resumes on reload
 #   sink_fuzz          random hostile changes to one aggregation's sink; its sibling stays fresh
 #                      (SINK_FUZZ_SECONDS, default 40; SINK_FUZZ_SEED to replay)
+#   broker_kill        Apache Kafka only: broker SIGKILL + restart, then SIGSTOP for 30 s
+#   topic_deleted      Apache Kafka only: the topic deleted under the running source
+#   transactions       Apache Kafka only: aborted and committed transactions, read_committed
+#   partitions_added   Apache Kafka only: partitions added mid-stream are consumed from their start
 #
-# Needs: the extension installed (make install), kcat, python3, and the mock broker
-# (built here if missing). As root, servers run as user postgres. Ends with the line
+# STOATFLOW_TEST_BROKER=mock (default: librdkafka's mock cluster, built here if missing) or
+# kafka (Apache Kafka 4.x, test/kafka/broker/kafka_broker.sh: java, and mvn for the first fetch).
+# Needs: the extension installed (make install), kcat, python3. As root, servers run as user postgres. Ends with the line
 # "faults: N passed, M failed" and exits non-zero if any scenario failed.
 # FAULTS_KEEP=1 keeps each scenario's scratch dir (server log, events) for inspection.
 set -euo pipefail
@@ -24,10 +29,12 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm memory_limit sink_fuzz)
+all=(kill9 restart_immediate broker_down sigterm memory_limit sink_fuzz broker_kill topic_deleted transactions
+    partitions_added)
+extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do
-    [ -f "$here/$s.sh" ] || { echo "faults: unknown scenario '$s' (have: ${all[*]})" >&2; exit 2; }
+    [ -f "$here/$s.sh" ] || { echo "faults: unknown scenario '$s' (have: ${all[*]} ${extra[*]})" >&2; exit 2; }
 done
 
 pkglibdir=$("${PG_CONFIG:-pg_config}" --pkglibdir)
@@ -35,12 +42,27 @@ pkglibdir=$("${PG_CONFIG:-pg_config}" --pkglibdir)
 for tool in kcat python3; do
     command -v "$tool" >/dev/null || { echo "faults: $tool not found" >&2; exit 1; }
 done
-MOCK_BROKER=${MOCK_BROKER:-$repo/build/stoatflow-mock-broker}
-export MOCK_BROKER
-if [ ! -x "$MOCK_BROKER" ]; then
-    echo "faults: building the mock broker"
-    cmake -S . -B build >/dev/null
-    cmake --build build --target stoatflow-mock-broker >/dev/null
+broker=${STOATFLOW_TEST_BROKER:-mock}
+case $broker in
+mock)
+    MOCK_BROKER=${MOCK_BROKER:-$repo/build/stoatflow-mock-broker}
+    export MOCK_BROKER
+    if [ ! -x "$MOCK_BROKER" ]; then
+        echo "faults: building the mock broker"
+        cmake -S . -B build >/dev/null
+        cmake --build build --target stoatflow-mock-broker >/dev/null
+    fi
+    ;;
+kafka)
+    # the jars once, before any scenario's clock starts
+    (source test/kafka/broker/kafka_broker.sh && _kafka_broker_need java kcat python3 && kafka_broker_fetch) ||
+        { echo "faults: the Apache Kafka broker cannot run here (see above)" >&2; exit 1; }
+    ;;
+*) echo "faults: STOATFLOW_TEST_BROKER='$broker': want mock or kafka" >&2; exit 2 ;;
+esac
+export STOATFLOW_TEST_BROKER=$broker
+if ((!$#)) && [ "$broker" = mock ]; then
+    scenarios=(kill9 restart_immediate broker_down sigterm memory_limit) # the rest need kafka
 fi
 
 passed=0
@@ -48,7 +70,7 @@ failed=0
 summary=()
 for s in "${scenarios[@]}"; do
     echo
-    echo "==== faults: $s ===="
+    echo "==== faults: $s ($broker broker) ===="
     start=$(date +%s.%N)
     rc=0
     timeout -k 30 "$SCENARIO_TIMEOUT" bash "$here/$s.sh" || rc=$?
@@ -68,5 +90,5 @@ done
 
 echo
 for line in "${summary[@]}"; do echo "  $line"; done
-echo "faults: $passed passed, $failed failed"
+echo "faults ($broker broker): $passed passed, $failed failed"
 ((failed == 0))
