@@ -82,6 +82,8 @@ constexpr core::Millis kMaxBackoffMs = 30000;
 constexpr core::Millis kBrokerErrorShownMs = 30000;
 // With no background worker slot free, the launcher tries again this often.
 constexpr core::Millis kWorkerSlotRetryMs = 10000;
+// How often a running worker asks the broker whether its topic has gained partitions.
+constexpr core::Millis kPartitionCheckMs = 10000;
 
 volatile sig_atomic_t got_sigterm = 0;
 
@@ -302,7 +304,9 @@ private:
             const auto [lo, hi] = consumer->watermarks(src->topic, p, kKafkaTimeoutMs);
             std::int64_t from;
             if (stored != pipeline->next_offsets().end()) from = std::max(stored->second, lo);
-            else from = latest ? hi : lo;
+            // start_offset applies to a new source only; a partition added to a running
+            // topic is read from its start.
+            else from = latest && pipeline->next_offsets().empty() ? hi : lo;
             starts.push_back({p, from});
             // A partition with records left to read holds the watermark until its first one.
             pipeline->watermark().assign(p, hi > from);
@@ -311,6 +315,7 @@ private:
         consumer->assign(src->topic, starts);
         topic_ = src->topic;
         partitions_ = parts.size();
+        partitions_checked_at_ = wall_now();
         idle_shown_.clear();
         pipeline_ = std::move(pipeline);
         consumer_ = std::move(consumer);
@@ -327,6 +332,7 @@ private:
     void step() {
         const core::Millis now = wall_now();
         if (over_memory_limit(now)) return;
+        if (partitions_added(now)) return;
         bool progress = consume(kPollTimeoutMs, now);
         // Partitions that have never delivered a record but now have some waiting hold the
         // watermark again, so a burst on one partition cannot make the others late.
@@ -526,6 +532,28 @@ private:
         }
     }
 
+    // Partitions added to the topic while the source runs: librdkafka refreshes its metadata
+    // only every few minutes, and an explicit assignment never grows by itself. Seen, the worker
+    // commits and starts over from the committed state with every partition assigned.
+    bool partitions_added(core::Millis now) {
+        if (now - partitions_checked_at_ < kPartitionCheckMs) return false;
+        partitions_checked_at_ = now;
+        std::size_t n = 0;
+        try {
+            n = consumer_->partitions(topic_, kKafkaTimeoutMs).size();
+        } catch (const Error&) {
+            return false;  // broker trouble is reported by the consume path
+        }
+        if (n <= partitions_) return false;
+        const std::string msg = "topic " + topic_ + " grew from " + std::to_string(partitions_) + " to " +
+                                std::to_string(n) + " partitions";
+        pg_call([&] { elog(LOG, "stoatflow source %d: %s: assigning them", source_id_, msg.c_str()); });
+        commit(false);
+        pipeline_.reset();
+        consumer_.reset();
+        return true;
+    }
+
     // stoatflow.worker_memory_limit (SPEC 10): past it, commit what was consumed and stop
     // consuming, with a status naming the limit and the aggregation holding the most state,
     // until the limit is raised (SIGHUP) or aggregations change. A bounded stop beats the
@@ -607,6 +635,7 @@ private:
     bool failed_ = false;          // since the last failure, no commit has succeeded yet
     bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
     core::Millis memory_checked_at_ = 0;
+    core::Millis partitions_checked_at_ = 0;
     std::string last_kafka_error_;
     core::Millis last_error_at_ = 0, last_progress_at_ = 0;
 };
