@@ -63,6 +63,8 @@ check-schedule:
 demo:
 	bash demo/run.sh
 
-# Every test: core unit tests (+ sanitizers in CI), pg_regress, process-level tests.
+# Every test: core unit tests (+ sanitizers in CI), pg_regress, process-level tests, against the
+# mock and Apache Kafka; installs the Debian packages it needs first.
 test:
-	bash test/run_all.sh
+	bash test/install_deps.sh
+	STOATFLOW_TEST_BROKERS="$${STOATFLOW_TEST_BROKERS:-mock kafka}" bash test/run_all.sh

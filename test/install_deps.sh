@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, everything the test suite needs on a fresh Debian 12
+# (only what is missing; apt-get update only if something is): PostgreSQL 15 and its server
+# headers, librdkafka (with its mock cluster), kcat, simdjson, the C++ tool chain, GoogleTest,
+# Google Benchmark, clang's sanitizer runtime, and a JDK 17 plus Maven for Apache Kafka.
+# Used by .ci/run and `make test`; needs root or sudo.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+packages=(postgresql-15 postgresql-server-dev-15 librdkafka-dev kcat libsimdjson-dev
+    cmake g++ make pkg-config git libgtest-dev libgmock-dev googletest libbenchmark-dev
+    clang libclang-rt-14-dev libipc-run-perl python3)
+need=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+# Apache Kafka 4.x needs Java 17 or newer; Maven fetches its jars once (test/kafka/broker/).
+java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n 1 || true)
+[ "${java_major:-0}" -ge 17 ] || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || need+=(maven)
+if [ "${#need[@]}" -eq 0 ]; then
+    echo "install_deps: everything is installed"
+    exit 0
+fi
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+echo "install_deps: installing ${need[*]}"
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update </dev/null
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" </dev/null
