@@ -62,7 +62,7 @@ kafka)
 esac
 export STOATFLOW_TEST_BROKER=$broker
 if ((!$#)) && [ "$broker" = mock ]; then
-    scenarios=(kill9 restart_immediate broker_down sigterm memory_limit) # the rest need kafka
+    scenarios=(kill9 restart_immediate broker_down sigterm memory_limit sink_fuzz) # the rest need kafka
 fi
 
 passed=0
