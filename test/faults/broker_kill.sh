@@ -12,10 +12,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 faults_begin broker_kill
-if [ "$TEST_BROKER" != kafka ]; then
-    log "SKIP: needs STOATFLOW_TEST_BROKER=kafka (a broker process to SIGKILL and SIGSTOP)"
-    exit 0
-fi
+require_kafka "a broker process to SIGKILL and SIGSTOP"
 EVENTS=${BROKER_EVENTS:-60000}
 KEYS=1024
 NCHUNKS=6

@@ -98,6 +98,14 @@ faults_begin() { # faults_begin NAME
 
 faults_pass() { log "PASS"; }
 
+# Scenarios that need a real broker process end here (as a pass, with a SKIP line) on the mock.
+require_kafka() { # require_kafka WHY
+    if [ "$TEST_BROKER" != kafka ]; then
+        log "SKIP: needs STOATFLOW_TEST_BROKER=kafka ($1)"
+        exit 0
+    fi
+}
+
 # Polls "$@" every 0.2 s until it succeeds; fails the scenario after SECONDS seconds.
 wait_until() { # wait_until SECONDS WHAT COMMAND...
     local limit=$1 what=$2

@@ -17,10 +17,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 faults_begin partitions_added
-if [ "$TEST_BROKER" != kafka ]; then
-    log "SKIP: needs STOATFLOW_TEST_BROKER=kafka (the mock cannot add partitions)"
-    exit 0
-fi
+require_kafka "the mock cannot add partitions"
 EVENTS=${PARTITIONS_EVENTS:-40000}
 KEYS=1024
 NCHUNKS=6   # 72 minutes of event time: windows older than the hour of out-of-orderness close

@@ -10,10 +10,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 faults_begin topic_deleted
-if [ "$TEST_BROKER" != kafka ]; then
-    log "SKIP: needs STOATFLOW_TEST_BROKER=kafka (the mock cannot delete topics)"
-    exit 0
-fi
+require_kafka "the mock cannot delete topics"
 EVENTS=${TOPIC_EVENTS:-30000}
 KEYS=1024
 NCHUNKS=6

@@ -13,10 +13,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 faults_begin transactions
-if [ "$TEST_BROKER" != kafka ]; then
-    log "SKIP: needs STOATFLOW_TEST_BROKER=kafka"
-    exit 0
-fi
+require_kafka "a transactional producer"
 EVENTS=${TX_EVENTS:-20000}
 KEYS=1024
 NCHUNKS=6
