@@ -90,7 +90,7 @@ inputs=$(IFS=,; echo "${topics[*]}")
 java -Xmx512m -XX:+UseSerialGC -cp "$CP" dev.stoatflow.peers.KsWindows --bootstrap "$KAFKA_BROKERS" \
     --output semantics_out --input "$inputs" --window tumbling "$ts" "$tg" \
     --window hopping "$hs" "$ha" "$hg" --window session "$sg" "$sgr" \
-    --expect-records "$TOTAL" --idle-seconds 20 --run-seconds 150 --state-dir "$WORK/ks-state" \
+    --expect-records "$TOTAL" --idle-seconds 20 --run-seconds 150 --state-dir "$WORK/ks-state" --no-changelog \
     2>"$WORK/ks.err" || { cat "$WORK/ks.err" >&2; die "Kafka Streams failed"; }
 grep "KsWindows: stopped" "$WORK/ks.err" || true
 timeout 60 kcat -C -b "$KAFKA_BROKERS" -t semantics_out -e -q >"$WORK/ks.jsonl" || die "could not read semantics_out"
@@ -137,9 +137,9 @@ for ((i = 0; i < ${#NAMES[@]}; i += BATCH)); do
         r=$(sql -c "SELECT stoatflow.wait_caught_up('src_$n', '120 seconds')")
         [[ $r == t ]] || { sql -c "SELECT * FROM stoatflow.sources" >&2; die "stream $n: wait_caught_up returned '$r'"; }
         for kind in tumbling hopping session; do
-            sql -c "\\copy (SELECT key, (extract(epoch FROM window_start) * 1000)::bigint,
+            sql -c "COPY (SELECT key, (extract(epoch FROM window_start) * 1000)::bigint,
                 (extract(epoch FROM window_end) * 1000)::bigint, n, total FROM sink_${n}_$kind WHERE final
-                ORDER BY 1, 2) TO '$WORK/pg/$n.$kind.csv' WITH (FORMAT csv)"
+                ORDER BY 1, 2) TO STDOUT WITH (FORMAT csv)" >"$WORK/pg/$n.$kind.csv"
         done
         sql -c "SELECT stoatflow.drop_source('src_$n', cascade => true)" >/dev/null
     done
