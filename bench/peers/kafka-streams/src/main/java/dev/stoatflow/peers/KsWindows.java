@@ -263,7 +263,7 @@ public final class KsWindows {
                     });
             KGroupedStream<String, String> grouped = in.groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
             for (Spec spec : specs) {
-                                String store = "agg-" + topic + "-" + spec.label();
+                String store = "agg-" + topic + "-" + spec.label();
                 KStream<String, String> out;
                 if (spec.kind().equals("session")) {
                     out = grouped
