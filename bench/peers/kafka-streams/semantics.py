@@ -155,9 +155,15 @@ def ks_session_model(recs, gap, grace, retention=None):
         if closed:
             notes.append("merge_closed: Kafka Streams merges %s@%d with closed session(s) %s into [%d, %d]" % (
                 k, t, [(x[0], x[1]) for x in closed], first, last))
+        elif found and t < min(x[0] for x in found) and any(
+                x[5] and t <= x[1] < min(y[0] for y in found) for x in store[k]):
+            notes.append("extend_over_closed: Kafka Streams extends session %s back to %s@%d, over the closed "
+                         "session %s it does not see any more (overlapping sessions)" % (
+                             [(x[0], x[1]) for x in found], k, t,
+                             [(x[0], x[1]) for x in store[k] if x[5] and t <= x[1] < min(y[0] for y in found)]))
         elif found and t < min(x[0] for x in found) and t + 1 + gap + grace <= min(x[4] for x in found):
-            notes.append("extend_back: %s@%d extends session %s back to a time already closed when it began" % (
-                k, t, [(x[0], x[1]) for x in found]))
+            notes.append("extend_back: Kafka Streams extends session %s back to %s@%d, a time already closed "
+                         "when that session began" % ([(x[0], x[1]) for x in found], k, t))
         for x in found:
             store[k].remove(x)
         store[k].append([first, last, 1 + sum(x[2] for x in found), a + sum(x[3] for x in found),
@@ -190,14 +196,15 @@ def stoatflow_session_model(recs, gap, grace):
                     ss.remove(x)
         found = [x for x in open_[k] if x[0] - gap <= t <= x[1] + gap]
         if found:
-            if t < min(x[0] for x in found):
-                if t <= closed_last.get(k, t - 1) or t + 1 + gap + grace <= min(x[4] for x in found):
+            earliest = min(found, key=lambda x: x[0])  # survives the merge, with its floor
+            if t < earliest[0]:
+                if t <= closed_last.get(k, t - 1) or t + 1 + gap + grace <= earliest[4]:
                     continue
             for x in found:
                 open_[k].remove(x)
             open_[k].append([min([t] + [x[0] for x in found]), max([t] + [x[1] for x in found]),
                              1 + sum(x[2] for x in found), a + sum(x[3] for x in found),
-                             min(x[4] for x in found)])
+                             earliest[4]])
         elif w < t + 1 + gap + grace:
             open_[k].append([t, t, 1, a, w])
     for kk, ss in open_.items():
