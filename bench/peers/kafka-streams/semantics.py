@@ -36,6 +36,11 @@ EXAMPLES = {
     # a late record extends an open session backwards only to times that were still open when the
     # session began: [65 s] began at W = 100 s, and 58 s + 1 ms + 30 s + 10 s <= 100 s.
     "example_extend_back": [("x", 100, 1), ("b", 65, 2), ("b", 58, 4)],
+    # a late extension never reaches back over the last record of a closed session of the key:
+    # a@95 would extend [110 s, 131 s] over the closed session [100 s]; Kafka Streams no longer
+    # sees [100 s] (its store keeps sessions for gap + grace) and emits overlapping sessions.
+    "example_extend_over_closed": [("a", 100, 1), ("a", 131, 2), ("x", 141, 0), ("a", 110, 4),
+                                   ("x", 160, 0), ("a", 95, 8)],
 }
 
 
