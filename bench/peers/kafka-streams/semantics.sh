@@ -71,11 +71,13 @@ while read -r kind rest; do SPEC[$kind]=$rest; done < <(python3 "$HERE/semantics
 log "${#NAMES[@]} streams (seed $SEED; ${STREAMS} random + examples), $TOTAL records; windows (ms): tumbling ${SPEC[tumbling]}, hopping ${SPEC[hopping]}, session ${SPEC[session]}"
 
 # ---- broker, topics, records ----
+# (retention.ms=-1: Kafka Streams stamps its results with event times months in the past, and
+# the broker's default 7-day retention would delete them within seconds)
 kafka_broker_start
 topics=()
 for n in "${NAMES[@]}"; do topics+=("semantics_$n"); done
 java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$CP" dev.stoatflow.peers.CreateTopics \
-    "$KAFKA_BROKERS" 1 semantics_out "${topics[@]}" || die "could not create the topics"
+    "$KAFKA_BROKERS" 1 --config retention.ms=-1 semantics_out "${topics[@]}" || die "could not create the topics"
 for n in "${NAMES[@]}"; do
     timeout 60 kcat -P -b "$KAFKA_BROKERS" -t "semantics_$n" -p 0 -K '|' <"$WORK/streams/$n.kv" ||
         die "kcat could not produce stream $n"
@@ -124,6 +126,7 @@ declare -A WIN=(
 for ((i = 0; i < ${#NAMES[@]}; i += BATCH)); do
     batch=("${NAMES[@]:i:BATCH}")
     for n in "${batch[@]}"; do
+        # one transaction: every aggregation exists before the source's worker reads a record
         {
             echo "SELECT stoatflow.create_source('src_$n', 'semantics_$n', '$KAFKA_BROKERS', key => 'user_id',
                 event_time => 'ts', max_out_of_orderness => '0', future_limit => NULL);"
@@ -131,11 +134,15 @@ for ((i = 0; i < ${#NAMES[@]}; i += BATCH)); do
                 echo "SELECT stoatflow.create_aggregation('${n}_$kind', 'src_$n', ${WIN[$kind]},
                     'count(*) AS n, sum(amount) AS total', 'sink_${n}_$kind', emit => 'on_window_close');"
             done
-        } | sql >/dev/null || die "could not create the pipeline of stream $n"
+        } | sql --single-transaction >/dev/null || die "could not create the pipeline of stream $n"
     done
     for n in "${batch[@]}"; do
         r=$(sql -c "SELECT stoatflow.wait_caught_up('src_$n', '120 seconds')")
         [[ $r == t ]] || { sql -c "SELECT * FROM stoatflow.sources" >&2; die "stream $n: wait_caught_up returned '$r'"; }
+        want=$(awk -v n="$n" '$1 == n { print $3 }' "$WORK/streams/streams.txt")
+        got=$(sql -c "SELECT string_agg(DISTINCT records_in::text, ',') FROM stoatflow.stats
+            WHERE aggregation_name IN ('${n}_tumbling', '${n}_hopping', '${n}_session')")
+        [[ $got == "$want" ]] || die "stream $n: the aggregations read $got records (stats.records_in), produced $want"
         for kind in tumbling hopping session; do
             sql -c "COPY (SELECT key, (extract(epoch FROM window_start) * 1000)::bigint,
                 (extract(epoch FROM window_end) * 1000)::bigint, n, total FROM sink_${n}_$kind WHERE final

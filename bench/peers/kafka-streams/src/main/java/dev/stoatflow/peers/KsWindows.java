@@ -168,6 +168,10 @@ public final class KsWindows {
         if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
             System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
         }
+        // a WARN line per late record otherwise ("Skipping record for expired window")
+        if (System.getProperty("org.slf4j.simpleLogger.log.org.apache.kafka.streams.kstream.internals") == null) {
+            System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.streams.kstream.internals", "error");
+        }
         String bootstrap = null;
         String output = null;
         List<String> inputs = new ArrayList<>();
@@ -253,12 +257,15 @@ public final class KsWindows {
         AtomicLong recordsRead = new AtomicLong();
         AtomicLong lastReadNanos = new AtomicLong(System.nanoTime());
         AtomicLong windowsOut = new AtomicLong();
+        AtomicLong firstReadNanos = new AtomicLong();
         for (String topic : inputs) {
             // one source node per topic (a sub-topology, hence a task, with its own stream time);
             // the Kafka message key is the grouping key, so groupByKey needs no repartition
             KStream<String, String> in = builder.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
                     .peek((k, v) -> {
-                        recordsRead.incrementAndGet();
+                        if (recordsRead.incrementAndGet() == 1) {
+                            firstReadNanos.set(System.nanoTime());
+                        }
                         lastReadNanos.set(System.nanoTime());
                     });
             KGroupedStream<String, String> grouped = in.groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
@@ -334,8 +341,10 @@ public final class KsWindows {
             }
         }
         boolean closed = streams.close(Duration.ofSeconds(30));
-        System.err.printf("KsWindows: stopped (%s) after %.1f s: %d records read, %d windows written to %s%s%n", why,
-                (System.nanoTime() - t0) / 1e9, recordsRead.get(), windowsOut.get(), output,
+        System.err.printf("KsWindows: stopped (%s) after %.1f s: %d records read (first after %.1f s, last after %.1f s),"
+                + " %d windows written to %s%s%n", why, (System.nanoTime() - t0) / 1e9, recordsRead.get(),
+                recordsRead.get() > 0 ? (firstReadNanos.get() - t0) / 1e9 : 0.0,
+                recordsRead.get() > 0 ? (lastReadNanos.get() - t0) / 1e9 : 0.0, windowsOut.get(), output,
                 closed ? "" : " (close timed out)");
         try {
             deleteTree(Path.of(stateDir));
