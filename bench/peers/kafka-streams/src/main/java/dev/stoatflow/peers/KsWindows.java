@@ -1,0 +1,365 @@
+package dev.stoatflow.peers;
+
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.EmitStrategy;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KGroupedStream;
+import org.apache.kafka.streams.kstream.KStream;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.TimestampExtractor;
+import org.apache.kafka.streams.state.SessionStore;
+import org.apache.kafka.streams.state.WindowStore;
+
+/**
+ * The seed's Kafka Streams topology, for side-by-side runs with stoatflow.
+ *
+ * <p>Input: JSON records {"user_id": ..., "ts": epoch ms, "amount": integer}, keyed by user_id (the
+ * Kafka message key, so that groupByKey needs no repartition topic). Event time is "ts" (a
+ * TimestampExtractor). groupByKey, windowedBy(TimeWindows.ofSizeAndGrace[.advanceBy] |
+ * SessionWindows.ofInactivityGapAndGrace), aggregate count + sum(amount),
+ * emitStrategy(EmitStrategy.onWindowClose()). One JSON line per final window goes to the output
+ * topic: {"topic","window","key","window_start","window_end","count","sum"}, with window_end as
+ * Kafka Streams reports it (exclusive for time windows, the last record's time, inclusive, for
+ * sessions).
+ *
+ * <pre>
+ * KsWindows --bootstrap HOST:PORT --output TOPIC --input TOPIC[,TOPIC...]
+ *           --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS
+ *                  | session GAP_MS GRACE_MS     (repeatable)
+ *           [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID]
+ *           [--state-dir DIR] [--no-changelog]
+ * </pre>
+ *
+ * Every input topic is a sub-topology of its own, hence a task of its own with its own stream time
+ * (and every windowed aggregation tracks its own): several streams can be compared in one JVM
+ * without influencing each other.
+ * The program exits (after a clean close, which flushes the output) when --run-seconds have
+ * passed, or when it has read at least one record and none for --idle-seconds, or when it has
+ * read --expect-records records in all and nothing for a second. --no-changelog: state stores
+ * without changelog topics (not fault tolerant; fewer topics to create for short runs).
+ */
+public final class KsWindows {
+    /** count + sum(amount): the aggregate, 16 bytes on the wire. */
+    record Agg(long count, long sum) {
+        Agg add(long amount) {
+            return new Agg(count + 1, sum + amount);
+        }
+
+        Agg merge(Agg o) {
+            return new Agg(count + o.count, sum + o.sum);
+        }
+    }
+
+    static final class AggSerde implements Serde<Agg> {
+        @Override
+        public Serializer<Agg> serializer() {
+            return (topic, a) -> a == null ? null
+                    : ByteBuffer.allocate(16).putLong(a.count()).putLong(a.sum()).array();
+        }
+
+        @Override
+        public Deserializer<Agg> deserializer() {
+            return (topic, b) -> {
+                if (b == null) {
+                    return null;
+                }
+                ByteBuffer bb = ByteBuffer.wrap(b);
+                return new Agg(bb.getLong(), bb.getLong());
+            };
+        }
+    }
+
+    /** A window spec from the command line. */
+    record Spec(String kind, long size, long advance, long grace) {
+        String label() {
+            return kind;
+        }
+    }
+
+    /** The numeric value of top-level field NAME in a flat JSON object (no JSON library needed). */
+    static long jsonLong(String json, String name) {
+        String needle = "\"" + name + "\"";
+        int i = json.indexOf(needle);
+        if (i < 0) {
+            throw new IllegalArgumentException("no field " + name + " in " + json);
+        }
+        i = json.indexOf(':', i + needle.length()) + 1;
+        while (i < json.length() && Character.isWhitespace(json.charAt(i))) {
+            i++;
+        }
+        int j = i;
+        if (j < json.length() && (json.charAt(j) == '-' || json.charAt(j) == '+')) {
+            j++;
+        }
+        while (j < json.length() && Character.isDigit(json.charAt(j))) {
+            j++;
+        }
+        return Long.parseLong(json.substring(i, j));
+    }
+
+    static String quote(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                b.append('\\').append(c);
+            } else if (c < 0x20) {
+                b.append(String.format("\\u%04x", (int) c));
+            } else {
+                b.append(c);
+            }
+        }
+        return b.append('"').toString();
+    }
+
+    /** Event time: the record's "ts" field (epoch ms). */
+    public static final class TsExtractor implements TimestampExtractor {
+        @Override
+        public long extract(ConsumerRecord<Object, Object> record, long partitionTime) {
+            return jsonLong((String) record.value(), "ts");
+        }
+    }
+
+    static String line(String topic, Spec spec, String key, long start, long end, Agg agg) {
+        return "{\"topic\":" + quote(topic) + ",\"window\":" + quote(spec.label()) + ",\"key\":" + quote(key)
+                + ",\"window_start\":" + start + ",\"window_end\":" + end + ",\"count\":" + agg.count()
+                + ",\"sum\":" + agg.sum() + "}";
+    }
+
+    /** The store's changelog topic (Kafka Streams' default) unless --no-changelog. */
+    static <S extends org.apache.kafka.streams.processor.StateStore> Materialized<String, Agg, S> logging(
+            Materialized<String, Agg, S> m, boolean changelog) {
+        return changelog ? m : m.withLoggingDisabled();
+    }
+
+    static void usage(String why) {
+        System.err.println("KsWindows: " + why);
+        System.err.println("usage: KsWindows --bootstrap HOST:PORT --output TOPIC --input TOPIC[,TOPIC...]\n"
+                + "    --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS | session GAP_MS GRACE_MS\n"
+                + "    [--window ...] [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID] [--state-dir DIR] [--no-changelog]");
+        System.exit(2);
+    }
+
+    public static void main(String[] args) throws Exception {
+        // slf4j-simple: warnings and errors only, unless -Dorg.slf4j.simpleLogger.defaultLogLevel=...
+        if (System.getProperty("org.slf4j.simpleLogger.defaultLogLevel") == null) {
+            System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        }
+        // a WARN line per late record otherwise ("Skipping record for expired window")
+        if (System.getProperty("org.slf4j.simpleLogger.log.org.apache.kafka.streams.kstream.internals") == null) {
+            System.setProperty("org.slf4j.simpleLogger.log.org.apache.kafka.streams.kstream.internals", "error");
+        }
+        String bootstrap = null;
+        String output = null;
+        List<String> inputs = new ArrayList<>();
+        List<Spec> specs = new ArrayList<>();
+        long runSeconds = 600;
+        long idleSeconds = 10;
+        long expectRecords = -1;
+        String appId = "stoatflow-peer-" + ProcessHandle.current().pid() + "-" + System.currentTimeMillis();
+        String stateDir = null;
+        boolean changelog = true;
+        try {
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "--bootstrap" -> bootstrap = args[++i];
+                    case "--output" -> output = args[++i];
+                    case "--input" -> {
+                        for (String t : args[++i].split(",")) {
+                            if (!t.isEmpty()) {
+                                inputs.add(t);
+                            }
+                        }
+                    }
+                    case "--run-seconds" -> runSeconds = Long.parseLong(args[++i]);
+                    case "--idle-seconds" -> idleSeconds = Long.parseLong(args[++i]);
+                    case "--expect-records" -> expectRecords = Long.parseLong(args[++i]);
+                    case "--app-id" -> appId = args[++i];
+                    case "--state-dir" -> stateDir = args[++i];
+                    case "--no-changelog" -> changelog = false;
+                    case "--window" -> {
+                        String kind = args[++i];
+                        switch (kind) {
+                            case "tumbling" -> {
+                                long size = Long.parseLong(args[++i]);
+                                specs.add(new Spec(kind, size, size, Long.parseLong(args[++i])));
+                            }
+                            case "hopping" -> {
+                                long size = Long.parseLong(args[++i]);
+                                long advance = Long.parseLong(args[++i]);
+                                specs.add(new Spec(kind, size, advance, Long.parseLong(args[++i])));
+                            }
+                            case "session" -> {
+                                long gap = Long.parseLong(args[++i]);
+                                specs.add(new Spec(kind, gap, 0, Long.parseLong(args[++i])));
+                            }
+                            default -> usage("unknown window kind " + kind);
+                        }
+                    }
+                    default -> usage("unknown argument " + args[i]);
+                }
+            }
+        } catch (ArrayIndexOutOfBoundsException | NumberFormatException e) {
+            usage("bad arguments: " + e.getMessage());
+        }
+        if (bootstrap == null || output == null || inputs.isEmpty() || specs.isEmpty()) {
+            usage("--bootstrap, --output, --input and --window are required");
+        }
+        for (Spec s : specs) {
+            if (specs.stream().filter(o -> o.label().equals(s.label())).count() > 1) {
+                usage("one --window per kind");
+            }
+        }
+        if (stateDir == null) {
+            stateDir = Files.createTempDirectory("ks-peer-state").toString();
+        }
+
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.String().getClass());
+        props.put(StreamsConfig.DEFAULT_TIMESTAMP_EXTRACTOR_CLASS_CONFIG, TsExtractor.class);
+        props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
+        props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        // onWindowClose checks for closed windows at most once per this wall-clock interval
+        // (internal setting, default 1000 ms): with the default, a stream read in under a second
+        // would never emit its last closed windows. 0: check after every record.
+        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
+
+        StreamsBuilder builder = new StreamsBuilder();
+        AggSerde aggSerde = new AggSerde();
+        AtomicLong recordsRead = new AtomicLong();
+        AtomicLong lastReadNanos = new AtomicLong(System.nanoTime());
+        AtomicLong windowsOut = new AtomicLong();
+        AtomicLong firstReadNanos = new AtomicLong();
+        for (String topic : inputs) {
+            // one source node per topic (a sub-topology, hence a task, with its own stream time);
+            // the Kafka message key is the grouping key, so groupByKey needs no repartition
+            KStream<String, String> in = builder.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
+                    .peek((k, v) -> {
+                        if (recordsRead.incrementAndGet() == 1) {
+                            firstReadNanos.set(System.nanoTime());
+                        }
+                        lastReadNanos.set(System.nanoTime());
+                    });
+            KGroupedStream<String, String> grouped = in.groupByKey(Grouped.with(Serdes.String(), Serdes.String()));
+            for (Spec spec : specs) {
+                String store = "agg-" + topic + "-" + spec.label();
+                KStream<String, String> out;
+                if (spec.kind().equals("session")) {
+                    out = grouped
+                            .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(spec.size()),
+                                    Duration.ofMillis(spec.grace())))
+                            .emitStrategy(EmitStrategy.onWindowClose())
+                            .aggregate(() -> new Agg(0, 0),
+                                    (k, v, agg) -> agg.add(jsonLong(v, "amount")),
+                                    (k, a, b) -> a.merge(b),
+                                    logging(Materialized.<String, Agg, SessionStore<Bytes, byte[]>>as(store)
+                                            .withKeySerde(Serdes.String()).withValueSerde(aggSerde), changelog))
+                            .toStream()
+                            .filter((w, agg) -> agg != null)
+                            .map((Windowed<String> w, Agg agg) -> KeyValue.pair(w.key(),
+                                    line(topic, spec, w.key(), w.window().start(), w.window().end(), agg)));
+                } else {
+                    TimeWindows windows = TimeWindows.ofSizeAndGrace(Duration.ofMillis(spec.size()),
+                            Duration.ofMillis(spec.grace()));
+                    if (spec.kind().equals("hopping")) {
+                        windows = windows.advanceBy(Duration.ofMillis(spec.advance()));
+                    }
+                    out = grouped.windowedBy(windows)
+                            .emitStrategy(EmitStrategy.onWindowClose())
+                            .aggregate(() -> new Agg(0, 0),
+                                    (k, v, agg) -> agg.add(jsonLong(v, "amount")),
+                                    logging(Materialized.<String, Agg, WindowStore<Bytes, byte[]>>as(store)
+                                            .withKeySerde(Serdes.String()).withValueSerde(aggSerde), changelog))
+                            .toStream()
+                            .filter((w, agg) -> agg != null)
+                            .map((Windowed<String> w, Agg agg) -> KeyValue.pair(w.key(),
+                                    line(topic, spec, w.key(), w.window().start(), w.window().end(), agg)));
+                }
+                out.peek((k, v) -> windowsOut.incrementAndGet())
+                        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+            }
+        }
+
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        streams.setUncaughtExceptionHandler(e -> {
+            System.err.println("KsWindows: stream thread failed: " + e);
+            e.printStackTrace();
+            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> streams.close(Duration.ofSeconds(20))));
+        long t0 = System.nanoTime();
+        streams.start();
+                String why = "run-seconds";
+        while (true) {
+            Thread.sleep(100);
+            long now = System.nanoTime();
+            if (streams.state() == KafkaStreams.State.ERROR || streams.state() == KafkaStreams.State.PENDING_ERROR
+                    || streams.state() == KafkaStreams.State.NOT_RUNNING) {
+                why = "state " + streams.state();
+                break;
+            }
+            if (now - t0 >= runSeconds * 1_000_000_000L) {
+                break;
+            }
+            long read = recordsRead.get();
+            long quiet = now - lastReadNanos.get();
+            if (expectRecords >= 0 && read >= expectRecords && quiet >= 1_000_000_000L) {
+                why = "all expected records read";
+                break;
+            }
+            if (read > 0 && quiet >= idleSeconds * 1_000_000_000L) {
+                why = "idle";
+                break;
+            }
+        }
+        boolean closed = streams.close(Duration.ofSeconds(30));
+        System.err.printf("KsWindows: stopped (%s) after %.1f s: %d records read (first after %.1f s, last after %.1f s),"
+                + " %d windows written to %s%s%n", why, (System.nanoTime() - t0) / 1e9, recordsRead.get(),
+                recordsRead.get() > 0 ? (firstReadNanos.get() - t0) / 1e9 : 0.0,
+                recordsRead.get() > 0 ? (lastReadNanos.get() - t0) / 1e9 : 0.0, windowsOut.get(), output,
+                closed ? "" : " (close timed out)");
+        try {
+            deleteTree(Path.of(stateDir));
+        } catch (Exception ignored) {
+            // the temp dir stays
+        }
+        System.exit(why.startsWith("state") || !closed ? 1 : 0);
+    }
+
+    static void deleteTree(Path p) throws java.io.IOException {
+        if (!Files.exists(p)) {
+            return;
+        }
+        try (var walk = Files.walk(p)) {
+            walk.sorted(java.util.Comparator.reverseOrder()).forEach(q -> q.toFile().delete());
+        }
+    }
+}
