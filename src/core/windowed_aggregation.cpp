@@ -172,7 +172,12 @@ void WindowedAggregation::touch(KeyIt kit, WindowState& ws) {
     if (!ws.dirty) {
         ws.dirty = true;
         ++dirty_count_;
-        dirty_segments_.insert(segment_time(ws));
+        // Consecutive changes mostly fall in one segment: skip the hash set for a repeat.
+        const Millis seg = segment_time(ws);
+        if (seg != last_dirty_segment_) {
+            dirty_segments_.insert(seg);
+            last_dirty_segment_ = seg;
+        }
         if (!kit->second.dirty_listed) {
             kit->second.dirty_listed = true;
             dirty_keys_.push_back(kit);
@@ -581,6 +586,7 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     dirty_keys_.clear();
     dirty_count_ = 0;
     dirty_segments_.clear();
+    last_dirty_segment_ = kNoTime;
 
     for (KeyIt kit : compact) {
         Windows& m = kit->second.windows;

@@ -244,6 +244,7 @@ private:
     std::vector<KeyIt> dirty_keys_;
     std::size_t dirty_count_ = 0;  // windows that became dirty since the last flush
     std::unordered_set<Millis> dirty_segments_;  // their segments (cleared by flush)
+    Millis last_dirty_segment_ = kNoTime;        // the one inserted last
     static WindowState* find_window(KeyIt kit, Millis start);
     std::vector<SinkDelete> retractions_;     // session rows to delete at the next commit
     std::vector<WindowStateRow> tombstones_;  // persisted windows that no longer exist
