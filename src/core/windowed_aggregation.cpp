@@ -147,10 +147,11 @@ void WindowedAggregation::file_grid_close(KeyIt kit, Millis at) {
 }
 
 Millis WindowedAggregation::eviction_time(Millis start, Millis end) const {
-    // Sliding: once the window starts at or before W − retention. Sessions: the state
-    // tables keep the closed session's row as long (WindowSpec::state_keep), so a restart
-    // remembers exactly the closed sessions an uninterrupted run would.
-    return spec_.kind == WindowKind::Session ? end + spec_.state_keep(segments_.retention())
+    // Sliding: once the window starts at or before W − retention. Sessions: once W ≥ end +
+    // retention + gap; their final state row lies in the segment of last + gap (see flush),
+    // which is kept at least that long, so a restart remembers exactly the closed sessions
+    // an uninterrupted run would.
+    return spec_.kind == WindowKind::Session ? end + segments_.retention() + spec_.size
                                              : start + segments_.retention() + 1;
 }
 
@@ -501,9 +502,10 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
     ws.ever_emitted = true;
 }
 
-void WindowedAggregation::state_row(const std::string& key, WindowState& ws, CommitOutput& out) {
-    out.state.push_back(
-        WindowStateRow{key, ws.start, ws.end, ws.max_time, ws.cells, false, segment_time(ws)});
+void WindowedAggregation::state_row(const std::string& key, WindowState& ws, CommitOutput& out,
+                                    Millis segment) {
+    out.state.push_back(WindowStateRow{key, ws.start, ws.end, ws.max_time, ws.cells, false,
+                                       segment == kNoTime ? segment_time(ws) : segment});
     ws.persisted = true;
     ws.dirty = false;
 }
@@ -530,7 +532,18 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
             // unless an earlier one already holds this very version: the state tables then
             // hold every window within retention, and the sink can be rewritten from them.
             // (Restore still skips closed windows, except sliding ones later windows derive from.)
-            if (ws->dirty || !ws->persisted) state_row(kit->first, *ws, out);
+            if (spec_.kind == WindowKind::Session) {
+                // A closed session's final version goes to the segment of last + gap: kept
+                // until W ≥ end + retention + gap at least, as long as the session is
+                // remembered (eviction_time). Unless W is past that already.
+                const Millis later = segments_.segment_of(ws->end - 1 + spec_.size);
+                if (!segments_.expired(later, watermark))
+                    state_row(kit->first, *ws, out, later);
+                else if (ws->dirty || !ws->persisted)
+                    state_row(kit->first, *ws, out);
+            } else if (ws->dirty || !ws->persisted) {
+                state_row(kit->first, *ws, out);
+            }
             ws->dirty = false;
             emit_row(kit->first, *ws, true, out);
             ws->closed = true;

@@ -523,7 +523,9 @@ Outcome run_case(const Case& c) {
         const bool restarts = std::any_of(c.recs.begin(), c.recs.end(), [](const Rec& r) {
             return r.flush_after && r.restart_after;
         });
-        std::map<std::tuple<Millis, int, Millis>, core::WindowStateRow> persisted;
+        // (segment, key, start) → (commit number, row)
+        std::map<std::tuple<Millis, int, Millis>, std::pair<long, core::WindowStateRow>> persisted;
+        long commits = 0;
         RefModel ref(c.spec);
         KeyNames names;
         Sink sink;
@@ -539,9 +541,10 @@ Outcome run_case(const Case& c) {
             out.clear();
             core::WindowedAggregation& eng = *engp;
             eng.flush(w, out);
+            ++commits;
             if (restarts)
                 for (const core::WindowStateRow& st : out.state)
-                    persisted[std::make_tuple(st.segment, names.id(st.key), st.start)] = st;
+                    persisted[std::make_tuple(st.segment, names.id(st.key), st.start)] = {commits, st};
             for (const core::WindowStateRow& st : out.state) {
                 const RowKey k{names.id(st.key), st.start};
                 if (st.removed)
@@ -689,8 +692,15 @@ Outcome run_case(const Case& c) {
                 base.windows_emitted += engp->stats().windows_emitted;
                 base.windows_reemitted += engp->stats().windows_reemitted;
                 engp = make_engine();
-                for (const auto& [id, row] : persisted)
-                    if (!row.removed) engp->restore(row, wms[i]);
+                // Recovery reads the newest version per window across segments (a session
+                // moves as it grows); of one commit's, the earliest segment's.
+                std::map<std::pair<int, Millis>, const std::pair<long, core::WindowStateRow>*> newest;
+                for (const auto& [id, v] : persisted) {
+                    auto& n = newest[{std::get<1>(id), std::get<2>(id)}];
+                    if (!n || n->first < v.first) n = &v;
+                }
+                for (const auto& [id, v] : newest)
+                    if (!v->second.removed) engp->restore(v->second, wms[i]);
                 engp->finish_restore();
                 if (multi) {
                     const std::string blob = wmp->serialize();

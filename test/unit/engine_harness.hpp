@@ -51,15 +51,16 @@ public:
           max_ooo_(max_ooo), aggs_(std::move(aggs)), retention_(retention) {}
 
     // A worker restart after the last commit: a new engine restored from the state rows as
-    // the state tables hold them (the newest version per segment and window), the watermark
+    // recovery reads them (the newest version per window), the watermark
     // restored, the sink kept. Uncommitted records are lost, as in a crash.
     std::unique_ptr<Harness> restarted() const {
         auto p = std::make_unique<Harness>(spec_, emit_, max_ooo_, aggs_, retention_);
         Harness& r = *p;
         r.wm.restore(committed_wm_);
-        std::map<std::tuple<Millis, std::string, Millis>, const WindowStateRow*> tables;
-        for (const auto& s : state_log) tables[{s.segment, s.key, s.start}] = &s;
-        for (const auto& [id, row] : tables)
+        // Newest version per window across segments: the log is in commit order.
+        std::map<std::pair<std::string, Millis>, const WindowStateRow*> newest;
+        for (const auto& s : state_log) newest[{s.key, s.start}] = &s;
+        for (const auto& [id, row] : newest)
             if (!row->removed) r.agg.restore(*row, r.wm.current());
         r.agg.finish_restore();
         r.sink = sink;

@@ -332,3 +332,27 @@ TEST(Session, KeysAreIndependent) {
     EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 5, 4, {"2", "2"}, true},
                                           {"b", 3, 4, 3, {"1", "1"}, true}}));
 }
+
+// A closed session's final state version goes to the segment of last + gap, which is kept
+// as long as the closed session is remembered (W < end + retention + gap).
+TEST(Session, FinalStateRowLiesInTheSegmentOfLastPlusGap) {
+    Harness h(WindowSpec::session(10));  // retention 10: segments of 60 s
+    h.push({"a", 59990, 1});
+    h.commit();  // [59990] open: its row is in the segment of its last record (0)
+    h.push({"b", 60006, 1});  // W = 60006 closes [59990] (at 60001)
+    h.push({"a", 60005, 1});  // not within gap of [59990]: a session of its own
+    auto out = h.commit();
+    std::vector<Millis> segments;
+    for (const auto& s : out.state)
+        if (s.key == "a" && s.start == 59990 && !s.removed) segments.push_back(s.segment);
+    EXPECT_EQ(segments, std::vector<Millis>{60000});
+    // After a restart the closed session is still remembered (until W ≥ 59991 + 10 + 10).
+    auto r = h.restarted();
+    r->push({"a", 59995, 1});  // own [59995] closed, within gap of [60005]: extends it
+    r->push({"a", 59990, 1});  // would start where closed [59990] starts: dropped
+    EXPECT_EQ(r->agg.stats().dropped_late_session, 1);
+    r->commit(1000000);
+    EXPECT_EQ(r->rows(), (std::vector<Row>{{"a", 59990, 59991, 59990, {"1", "1"}, true},
+                                           {"a", 59995, 60006, 60005, {"2", "2"}, true},
+                                           {"b", 60006, 60007, 60006, {"1", "1"}, true}}));
+}

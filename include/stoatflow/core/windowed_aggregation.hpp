@@ -214,7 +214,9 @@ private:
     // Drops one reference; erases the key once it has no windows and no references.
     void release(KeyIt kit);
     void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out);
-    void state_row(const std::string& key, WindowState& ws, CommitOutput& out);
+    // A state row in the window's own segment, or in the one given.
+    void state_row(const std::string& key, WindowState& ws, CommitOutput& out,
+                   Millis segment = kNoTime);
     Millis segment_time(const WindowState& ws) const;
     bool grid_kind() const {
         return spec_.kind == WindowKind::Tumbling || spec_.kind == WindowKind::Hopping;
