@@ -827,6 +827,11 @@ CREATE TABLE stoatflow.sink_outbox (
 REVOKE ALL ON stoatflow.sink_outbox FROM PUBLIC;
 ALTER TABLE stoatflow.aggregation_progress ADD COLUMN sink_owed bigint NOT NULL DEFAULT 0;
 
+-- Offsets the topic's retention deleted before the source read them, per partition: skipped,
+-- counted here and listed in dead_letters (reason 'offsets_skipped'), in the commit that moves
+-- past them.
+ALTER TABLE stoatflow.partition_offset ADD COLUMN offsets_skipped bigint NOT NULL DEFAULT 0;
+
 ------------------------------------------------------------------------------------------
 -- Helpers. Internal functions (names starting with "_") are not executable by PUBLIC; the
 -- functions that need the extension owner's rights are SECURITY DEFINER with a pinned
@@ -1278,7 +1283,8 @@ SELECT s.source_name, s.topic, s.brokers,
        coalesce(ps.idle, false) AS idle,
        timestamptz 'epoch' + pr.watermark_ms * interval '1 millisecond' AS watermark,
        pr.committed_at AS last_commit_at,
-       s.kafka_options_masked AS kafka_options
+       s.kafka_options_masked AS kafka_options,
+       po.offsets_skipped
   FROM stoatflow.source s
   LEFT JOIN stoatflow.source_status st ON st.source_id = s.source_id
   LEFT JOIN stoatflow.source_progress pr ON pr.source_id = s.source_id

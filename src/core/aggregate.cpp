@@ -409,7 +409,8 @@ namespace {
 bool has_sum(AggFn fn) { return fn == AggFn::Sum || fn == AggFn::Avg; }
 }  // namespace
 
-void AggLayout::serialize(const AggCell* cells, std::string& out) const {
+void AggLayout::serialize(const AggCell* cells, std::string& out,
+                          std::optional<std::int64_t> floor) const {
     // The 0.1 format unless some integer sum outgrew __int128 (then the wide tail follows).
     bool wide = false;
     for (std::size_t i = 0; i < specs_.size(); ++i)
@@ -442,17 +443,23 @@ void AggLayout::serialize(const AggCell* cells, std::string& out) const {
         }
         }
     }
-    if (!wide) return;
-    out.push_back(kStateWideSums);
-    for (std::size_t i = 0; i < specs_.size(); ++i) {
-        if (!has_sum(specs_[i].fn)) continue;
-        AggCell nc = cells[i];
-        normalize_sum(nc);
-        put<std::int64_t>(out, nc.ihi);
+    if (wide) {
+        out.push_back(kStateWideSums);
+        for (std::size_t i = 0; i < specs_.size(); ++i) {
+            if (!has_sum(specs_[i].fn)) continue;
+            AggCell nc = cells[i];
+            normalize_sum(nc);
+            put<std::int64_t>(out, nc.ihi);
+        }
+    }
+    if (floor) {
+        out.push_back(kStateSessionFloor);
+        put<std::int64_t>(out, *floor);
     }
 }
 
-std::vector<AggCell> AggLayout::deserialize(const char* data, std::size_t len) const {
+std::vector<AggCell> AggLayout::deserialize(const char* data, std::size_t len,
+                                            std::optional<std::int64_t>* floor) const {
     std::vector<AggCell> cells(specs_.size());
     const char* p = data;
     const std::size_t body = state_v01_size();
@@ -478,19 +485,24 @@ std::vector<AggCell> AggLayout::deserialize(const char* data, std::size_t len) c
         }
         }
     }
-    if (len > body) {
-        // The wide tail: its version byte, then ihi of every sum/avg cell in order.
-        p = data + body;
-        end = data + len;
-        if (*p != kStateWideSums)
+    if (floor) floor->reset();
+    // The tails: the wide sums, then the floor, each at most once, in that order.
+    p = data + std::min(len, body);
+    end = data + len;
+    char last = 0;
+    while (p < end) {
+        const char tag = *p++;
+        if (tag == kStateWideSums && last < tag) {
+            for (std::size_t i = 0; i < specs_.size(); ++i)
+                if (has_sum(specs_[i].fn)) cells[i].ihi = get<std::int64_t>(p, end);
+        } else if (tag == kStateSessionFloor && last < tag) {
+            const std::int64_t f = get<std::int64_t>(p, end);
+            if (floor) *floor = f;
+        } else {
             throw Error(sqlstate::kDataCorrupted, "window state has trailing bytes",
                         "The state row does not match the aggregation's aggregates.");
-        ++p;
-        for (std::size_t i = 0; i < specs_.size(); ++i)
-            if (has_sum(specs_[i].fn)) cells[i].ihi = get<std::int64_t>(p, end);
-        if (p != end)
-            throw Error(sqlstate::kDataCorrupted, "window state has trailing bytes",
-                        "The state row does not match the aggregation's aggregates.");
+        }
+        last = tag;
     }
     // isum gets its headroom back for the int64 path.
     for (std::size_t i = 0; i < specs_.size(); ++i)

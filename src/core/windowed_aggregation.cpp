@@ -399,17 +399,28 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
 //
 // The sink knows a session by (key, first record), so an extension may not start where a
 // closed session starts: that would overwrite its final row. Closed sessions are
-// remembered until W ≥ end + retention + gap (eviction_time); one that W has forgotten
-// lies at or before W − retention − gap − 1ms, so an extension reaching back that far is
-// refused outright (dropped, late_session): whether a session began there is not known.
+// remembered until W ≥ end + retention + gap (eviction_time); below a forgotten one's last
+// record an extension is refused outright, since whether a session began there is no
+// longer known. Each open session carries that bound as its floor: the forgotten zone
+// (forgotten_zone) when it began, raised to the last record of each earlier closed session
+// of the key forgotten while it is open, and kept in its state row (a restart knows it).
+// Both refusals count as late_session.
 bool WindowedAggregation::may_start_at(const Windows& m, std::size_t keep, Millis t,
                                        Millis w) const {
-    if (w >= eviction_time(t, t + 1)) return false;
+    if (t <= m[keep].floor) return false;
     // Sorted by start: only the sessions before keep can start at t. Judged by W, not by
-    // whether a flush has marked them closed yet.
-    for (std::size_t i = 0; i < keep; ++i)
-        if (m[i].start == t && (m[i].closed || spec_.is_closed(m[i].end, w))) return false;
+    // whether a flush has let them go (or raised the floor) yet.
+    for (std::size_t i = 0; i < keep; ++i) {
+        const WindowState& c = m[i];
+        if (!(c.closed || spec_.is_closed(c.end, w))) continue;
+        if (w < eviction_time(c.start, c.end) ? c.start == t : t <= c.end - 1) return false;
+    }
     return true;
+}
+
+Millis WindowedAggregation::forgotten_zone(Millis w) const {
+    // Closed sessions with last + 1ms + retention + gap ≤ W are forgotten: last ≤ this.
+    return w == kNoTime ? kNoTime : w - 1 - segments_.retention() - spec_.size;
 }
 
 void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* values, Millis w) {
@@ -435,6 +446,7 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         WindowState& ws = open_window(kit, t, t + 1);
         layout_.add(ws.cells.data(), values);
         ws.max_time = t;
+        ws.floor = forgotten_zone(w);
         touch(kit, ws);
         return;
     }
@@ -452,14 +464,7 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         merged.end = std::max(merged.end, other.end);
         if (other.emitted_start != kNoTime)
             retractions_.push_back({kit->first, other.emitted_start});
-        if (other.persisted)
-            tombstones_.push_back({kit->first,
-                                   other.start,
-                                   other.end,
-                                   other.max_time,
-                                   {},
-                                   true,
-                                   segment_time(other)});
+        if (other.persisted) tombstone(kit->first, other);
         ++stats_.sessions_merged;
         remove_window(kit, joined[i]);
     }
@@ -467,13 +472,7 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
     layout_.add(merged.cells.data(), values);
     if (t < merged.start && merged.persisted) {
         // The session's identity (key, first) moves: the old state rows become stale.
-        tombstones_.push_back({kit->first,
-                               merged.start,
-                               merged.end,
-                               merged.max_time,
-                               {},
-                               true,
-                               segment_time(merged)});
+        tombstone(kit->first, merged);
         merged.persisted = false;
     }
     merged.start = std::min(merged.start, t);
@@ -502,10 +501,18 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
     ws.ever_emitted = true;
 }
 
+void WindowedAggregation::tombstone(const std::string& key, const WindowState& ws) {
+    WindowStateRow row{key, ws.start, ws.end, ws.max_time, {}, true, segment_time(ws), std::nullopt};
+    tombstones_.push_back(std::move(row));
+}
+
 void WindowedAggregation::state_row(const std::string& key, WindowState& ws, CommitOutput& out,
                                     Millis segment) {
     out.state.push_back(WindowStateRow{key, ws.start, ws.end, ws.max_time, ws.cells, false,
-                                       segment == kNoTime ? segment_time(ws) : segment});
+                                       segment == kNoTime ? segment_time(ws) : segment,
+                                       spec_.kind == WindowKind::Session
+                                           ? std::optional<Millis>(ws.floor)
+                                           : std::nullopt});
     ws.persisted = true;
     ws.dirty = false;
 }
@@ -589,7 +596,17 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
         const Pending p = evictions_.top();
         evictions_.pop();
         WindowState* ws = find_window(p.key, p.start);
-        if (ws && ws->closed && ws->end == p.end) mark_gone(p.key, *ws, compact);
+        if (ws && ws->closed && ws->end == p.end) {
+            mark_gone(p.key, *ws, compact);
+            // A session forgotten: the key's later open sessions may no longer extend back
+            // to its last record (their state rows carry the floor).
+            if (spec_.kind == WindowKind::Session)
+                for (WindowState& o : p.key->second.windows) {
+                    if (o.closed || o.gone || o.start <= p.start || o.floor >= p.end - 1) continue;
+                    o.floor = p.end - 1;
+                    if (!o.dirty) state_row(p.key->first, o, out);
+                }
+        }
         released.push_back(p.key);
     }
 
@@ -639,6 +656,10 @@ void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     ws.cells = row.cells;
     ws.max_time = row.event_time;
     ws.persisted = true;
+    // A session's floor comes with its state; rows without one (written by 0.1) get the
+    // forgotten zone of now, which may refuse more than an uninterrupted run would.
+    if (spec_.kind == WindowKind::Session)
+        ws.floor = row.floor ? *row.floor : forgotten_zone(watermark);
     // Under on_window_update every committed state version was upserted in the same
     // transaction; under on_window_close only closed windows were written.
     if (emit_ == EmitStrategy::OnWindowUpdate || closed) {

@@ -62,7 +62,9 @@ Consumer::Consumer(const std::string& brokers,
     set("enable.auto.commit", "false");
     set("enable.auto.offset.store", "false");
     set("enable.partition.eof", "true");
-    set("auto.offset.reset", "earliest");
+    // Positions are always explicit; one that falls out of the log is reported, never
+    // silently moved (see take_out_of_range).
+    set("auto.offset.reset", "error");
     set("isolation.level", "read_committed");
     rd_kafka_conf_set_error_cb(conf, &ConsumerCallbacks::on_error);
     rd_kafka_conf_set_log_cb(conf, &ConsumerCallbacks::on_log);
@@ -166,6 +168,11 @@ std::size_t Consumer::poll(std::size_t max, int timeout_ms, const std::function<
             continue;
         }
         if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+                std::lock_guard<std::mutex> lock(mu_);
+                out_of_range_.push_back(m->partition);
+                continue;
+            }
             note_error(std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_message_errstr(m));
             continue;
         }
@@ -177,6 +184,35 @@ std::size_t Consumer::poll(std::size_t max, int timeout_ms, const std::function<
         ++delivered;
     }
     return delivered;
+}
+
+std::vector<std::int32_t> Consumer::take_out_of_range() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::int32_t> v;
+    v.swap(out_of_range_);
+    return v;
+}
+
+void Consumer::restart(const std::string& topic, std::int32_t partition, std::int64_t offset) {
+    // A partition stopped by an offset error cannot be seeked (librdkafka: erroneous state);
+    // taken out of the assignment and put back at the offset, it fetches again. Only this
+    // partition: the others keep what they prefetched.
+    auto one = [&](std::int64_t off) {
+        rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+        rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = off;
+        return list;
+    };
+    for (bool add : {false, true}) {
+        rd_kafka_topic_partition_list_t* list = one(offset);
+        rd_kafka_error_t* e = add ? rd_kafka_incremental_assign(rk_, list) : rd_kafka_incremental_unassign(rk_, list);
+        rd_kafka_topic_partition_list_destroy(list);
+        if (e) {
+            const std::string msg = rd_kafka_error_string(e);
+            rd_kafka_error_destroy(e);
+            fail("cannot restart " + topic + "[" + std::to_string(partition) + "] at offset " + std::to_string(offset) +
+                 ": " + msg);
+        }
+    }
 }
 
 void Consumer::commit_offsets(const std::string& topic, const std::map<std::int32_t, std::int64_t>& next) {

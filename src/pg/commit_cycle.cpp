@@ -84,7 +84,7 @@ void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::Windo
         for (const auto* r : group) {
             if (!r->removed) {
                 bytes.clear();
-                agg.engine->layout().serialize(r->cells.data(), bytes);
+                agg.engine->layout().serialize(r->cells.data(), bytes, r->floor);
                 agg.state_bytes += static_cast<std::int64_t>(bytes.size());
             }
             const Datum row[kCols] = {text_datum(r->key),       Int64GetDatum(r->start),
@@ -215,6 +215,7 @@ CommitSnapshot SourcePipeline::take_snapshot(core::Millis now) {
     snap.watermark_state = watermark_.serialize();
     snap.w_moved_at = w_moved_at_;
     snap.next_offsets = next_offsets_;
+    snap.skipped.swap(skipped_);
     snap.dead.swap(dead_);
     snap.aggs.resize(aggs_.size());
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
@@ -268,16 +269,20 @@ CommitCounts SourcePipeline::write(const CommitSnapshot& snap) {
              {arg_int32(source_.id), snap.watermark == core::kNoTime ? arg_null(INT8OID) : arg_int64(snap.watermark),
               arg_text(snap.watermark_state), arg_int64(snap.seq)});
     if (!snap.next_offsets.empty()) {
-        std::vector<Datum> parts, offsets;
+        std::vector<Datum> parts, offsets, skipped;
         for (const auto& [p, o] : snap.next_offsets) {
             parts.push_back(Int32GetDatum(p));
             offsets.push_back(Int64GetDatum(o));
+            const auto s = snap.skipped.find(p);
+            skipped.push_back(Int64GetDatum(s == snap.skipped.end() ? 0 : s->second));
         }
-        spi_exec("INSERT INTO stoatflow.partition_offset (source_id, partition, next_offset) "
-                 "SELECT $1, p, o FROM " + unnest_rows(2, 2) + " AS u(p, o) "
-                 "ON CONFLICT (source_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset",
+        spi_exec("INSERT INTO stoatflow.partition_offset (source_id, partition, next_offset, offsets_skipped) "
+                 "SELECT $1, p, o, s FROM " + unnest_rows(3, 2) + " AS u(p, o, s) "
+                 "ON CONFLICT (source_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+                 "offsets_skipped = partition_offset.offsets_skipped OPERATOR(pg_catalog.+) EXCLUDED.offsets_skipped",
                  {arg_int32(source_.id), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
-                  {INT8ARRAYOID, make_array(offsets, {}, INT8OID)}});
+                  {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
+                  {INT8ARRAYOID, make_array(skipped, {}, INT8OID)}});
     }
     return counts;
 }

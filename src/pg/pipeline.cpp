@@ -125,7 +125,7 @@ void read_window_rows(const AggregationDef& /*def*/, const core::AggLayout& layo
             if (!row.removed) {
                 const auto bytes = spi_bytea(r, 5);
                 if (!bytes) throw Error(sqlstate::kDataCorrupted, "window state row without state");
-                row.cells = layout.deserialize(bytes->data(), bytes->size());
+                row.cells = layout.deserialize(bytes->data(), bytes->size(), &row.floor);
             }
             newest[std::move(key)] = {std::move(row), seq};
         }
@@ -192,6 +192,17 @@ bool SourcePipeline::note_end_of_partition(std::int32_t partition, std::int64_t 
     if (it != next_offsets_.end() && it->second >= offset) return false;
     next_offsets_[partition] = offset;
     return true;
+}
+
+void SourcePipeline::skip_offsets(std::int32_t partition, std::int64_t from, std::int64_t to) {
+    if (to <= from) return;
+    next_offsets_[partition] = to;
+    skipped_[partition] += to - from;
+    dead_.push_back({partition, from, "offsets_skipped",
+                     "offsets " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
+                         std::to_string(to - from) +
+                         ") were deleted by the topic's retention before the source read them",
+                     ""});
 }
 
 void SourcePipeline::process(std::int32_t partition, std::int64_t offset, const char* payload,

@@ -303,10 +303,19 @@ private:
             const auto stored = pipeline->next_offsets().find(p);
             const auto [lo, hi] = consumer->watermarks(src->topic, p, kKafkaTimeoutMs);
             std::int64_t from;
-            if (stored != pipeline->next_offsets().end()) from = std::max(stored->second, lo);
-            // start_offset applies to a new source only; a partition added to a running
-            // topic is read from its start.
-            else from = latest && pipeline->next_offsets().empty() ? hi : lo;
+            if (stored != pipeline->next_offsets().end()) {
+                from = stored->second;
+                // Retention deleted records while the source was away: skipped, counted,
+                // recorded with the next commit (never silently).
+                if (from < lo) {
+                    note_skip(*pipeline, p, from, lo);
+                    from = lo;
+                }
+            } else {
+                // start_offset applies to a new source only; a partition added to a running
+                // topic is read from its start.
+                from = latest && pipeline->next_offsets().empty() ? hi : lo;
+            }
             starts.push_back({p, from});
             // A partition with records left to read holds the watermark until its first one.
             pipeline->watermark().assign(p, hi > from);
@@ -321,7 +330,7 @@ private:
         consumer_ = std::move(consumer);
         last_commit_ = wall_now();
         committed_w_ = pipeline_->watermark().current();
-        offsets_moved_ = false;
+        offsets_moved_ = pipeline_->skipped_pending();  // a skip found at start is committed soon
         status_moved_ = true;
         last_progress_at_ = wall_now();
         // After a failure the status stays 'error' until a commit succeeds (no flapping).
@@ -334,6 +343,7 @@ private:
         if (over_memory_limit(now)) return;
         if (partitions_added(now)) return;
         bool progress = consume(kPollTimeoutMs, now);
+        out_of_range(now);
         // Partitions that have never delivered a record but now have some waiting hold the
         // watermark again, so a burst on one partition cannot make the others late.
         std::int64_t waiting = 0;  // records in the topic not consumed yet
@@ -535,6 +545,62 @@ private:
     // Partitions added to the topic while the source runs: librdkafka refreshes its metadata
     // only every few minutes, and an explicit assignment never grows by itself. Seen, the worker
     // commits and starts over from the committed state with every partition assigned.
+    void note_skip(SourcePipeline& pipeline, std::int32_t p, std::int64_t from, std::int64_t to) {
+        pipeline.skip_offsets(p, from, to);
+        offsets_moved_ = true;
+        const std::string msg = "partition " + std::to_string(p) + ": offsets " + std::to_string(from) + " to " +
+                                std::to_string(to - 1) + " (" + std::to_string(to - from) +
+                                ") were deleted by the topic's retention before they were read; skipped "
+                                "(see stoatflow.dead_letters, reason offsets_skipped)";
+        last_kafka_error_ = msg;
+        last_error_at_ = wall_now();
+        pg_call([&] { elog(WARNING, "stoatflow source %d: %s", source_id_, msg.c_str()); });
+    }
+
+    // Partitions whose position fell out of the log (librdkafka stopped fetching them).
+    // Below the log start: retention deleted what was not read yet — skip to the start,
+    // counted. Past the log end (the topic was re-created, or the broker lost records):
+    // status 'error', the partition waits and is checked again; nothing is guessed.
+    void out_of_range(core::Millis now) {
+        for (std::int32_t p : consumer_->take_out_of_range()) out_of_range_[p] = 0;
+        for (auto it = out_of_range_.begin(); it != out_of_range_.end();) {
+            const std::int32_t p = it->first;
+            if (now < it->second) {
+                ++it;
+                continue;
+            }
+            const auto next = pipeline_->next_offsets().find(p);
+            std::int64_t lo = 0, hi = 0;
+            try {
+                std::tie(lo, hi) = consumer_->watermarks(topic_, p, kKafkaTimeoutMs);
+                std::int64_t pos = next == pipeline_->next_offsets().end() ? lo : next->second;
+                if (pos < lo) {
+                    note_skip(*pipeline_, p, pos, lo);
+                    pos = lo;
+                } else if (pos > hi) {
+                    const std::string msg = "partition " + std::to_string(p) + ": the committed position " +
+                                            std::to_string(pos) + " is past the end of the log (" +
+                                            std::to_string(hi) +
+                                            "): the topic was re-created or the broker lost records; this "
+                                            "partition is not read (drop and re-create the source to start over)";
+                    last_kafka_error_ = msg;
+                    last_error_at_ = now;
+                    it->second = now + kPartitionCheckMs;
+                    ++it;
+                    continue;
+                }
+                consumer_->restart(topic_, p, pos);
+            } catch (const Error& e) {
+                last_kafka_error_ = e.what();
+                last_error_at_ = now;
+                it->second = now + 1000;  // broker trouble: again in a second
+                ++it;
+                continue;
+            }
+            it = out_of_range_.erase(it);
+        }
+    }
+
     bool partitions_added(core::Millis now) {
         if (now - partitions_checked_at_ < kPartitionCheckMs) return false;
         partitions_checked_at_ = now;
@@ -630,6 +696,7 @@ private:
     core::Millis last_commit_ = 0;
     core::Millis committed_w_ = core::kNoTime;
     bool offsets_moved_ = false;
+    std::map<std::int32_t, core::Millis> out_of_range_;  // partition → when to look again
     bool status_moved_ = false;
     bool eof_seen_ = false;
     bool failed_ = false;          // since the last failure, no commit has succeeded yet

@@ -17,6 +17,8 @@
 #   topic_deleted      Apache Kafka only: the topic deleted under the running source
 #   transactions       Apache Kafka only: aborted and committed transactions, read_committed
 #   partitions_added   Apache Kafka only: partitions added mid-stream are consumed from their start
+#   retention          Apache Kafka only: records deleted before they were read (server down, worker
+#                      frozen): skipped to the log start, counted, one dead letter each
 #
 # STOATFLOW_TEST_BROKER=mock (default: librdkafka's mock cluster, built here if missing) or
 # kafka (Apache Kafka 4.x, test/kafka/broker/kafka_broker.sh: java, and mvn for the first fetch).
@@ -30,7 +32,7 @@ cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
 all=(kill9 restart_immediate broker_down sigterm memory_limit sink_fuzz broker_kill topic_deleted transactions
-    partitions_added)
+    partitions_added retention)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do

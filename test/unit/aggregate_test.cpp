@@ -290,7 +290,41 @@ TEST(Aggregates, StateRowsOfVersion01StillRead) {
     // Damaged rows are refused, never misread.
     EXPECT_THROW(l.deserialize(wide.data(), wide.size() - 1), Error);
     std::string bad = wide;
-    bad[112] = 3;  // an unknown version
+    bad[112] = 9;  // an unknown version
     EXPECT_THROW(l.deserialize(bad.data(), bad.size()), Error);
     EXPECT_THROW(l.deserialize(row.data(), 111), Error);
+}
+
+// A session's floor rides in a tail of its own (tag 3, int64), after the wide sums if any.
+TEST(Aggregates, StateRowFloorTail) {
+    auto l = all_six();
+    auto c = l.empty_state();
+    add(l, c, Value::of_int(5));
+    std::optional<std::int64_t> floor;
+    for (std::int64_t f : {std::int64_t{-70001}, INT64_MIN, std::int64_t{0}}) {
+        std::string row;
+        l.serialize(c.data(), row, f);
+        EXPECT_EQ(row.size(), 112u + 1 + 8);
+        EXPECT_EQ(l.deserialize(row.data(), row.size(), &floor), c);
+        EXPECT_EQ(floor, f);
+    }
+    std::string plain;
+    l.serialize(c.data(), plain);
+    floor = 1;
+    l.deserialize(plain.data(), plain.size(), &floor);
+    EXPECT_FALSE(floor.has_value());  // not recorded (a 0.1 row, a time window)
+    // With wide sums: that tail first.
+    auto w = l.empty_state();
+    for (int i = 0; i < 3; ++i) add(l, w, Value::of_big(big_of(k38)));
+    std::string both;
+    l.serialize(w.data(), both, 42);
+    EXPECT_EQ(both.size(), 112u + 1 + 2 * 8 + 1 + 8);
+    EXPECT_EQ(l.deserialize(both.data(), both.size(), &floor), w);
+    EXPECT_EQ(floor, 42);
+    // Damaged: truncated floor, a repeated or out-of-order tail.
+    EXPECT_THROW(l.deserialize(both.data(), both.size() - 1), Error);
+    std::string twice = both + both.substr(112 + 17);
+    EXPECT_THROW(l.deserialize(twice.data(), twice.size()), Error);
+    std::string swapped = plain + both.substr(112 + 17) + both.substr(112, 17);
+    EXPECT_THROW(l.deserialize(swapped.data(), swapped.size()), Error);
 }

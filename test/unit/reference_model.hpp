@@ -276,6 +276,9 @@ private:
     struct Session {
         RefMillis first = 0;
         RefMillis last = 0;
+        // Late records may not extend it back to here or before: what could have been
+        // forgotten of the key's closed sessions when it began.
+        RefMillis floor = std::numeric_limits<RefMillis>::min();
         std::vector<std::pair<RefMillis, RefValue>> records;
     };
 
@@ -313,6 +316,9 @@ private:
             if (closed_covers) ++cov_.closed_in_reach;
             Session s;
             s.first = s.last = t;
+            s.floor = w == std::numeric_limits<RefMillis>::min()
+                          ? w
+                          : w - 1 - 2 * gap - spec_.grace;  // what may have been forgotten
             s.records.emplace_back(t, v);
             insert_sorted(list, std::move(s));
             ++cov_.contributions;
@@ -326,12 +332,17 @@ private:
             // sessions. The exceptions (README): the sink knows a session by (key, first),
             // so it may not come to start where a closed session starts; and the worker
             // remembers closed sessions only until w >= last + 1 + retention + gap (the
-            // minimum retention gap + grace here), so an extension to a t that far back is
-            // refused whatever was there.
+            // minimum retention gap + grace here): it may not reach back to the last record
+            // of one forgotten, nor to what could have been forgotten when the open session
+            // began (its floor).
             const RefMillis keep = 2 * gap + spec_.grace;
-            bool refused = w >= t + 1 + keep;
-            for (const Session& p : list)
-                refused = refused || (!session_open(p, w) && p.first == t);
+            const RefMillis first = list[earliest].first;
+            bool refused = t <= list[earliest].floor;
+            for (const Session& p : list) {
+                if (session_open(p, w) || p.first >= first) continue;
+                const bool forgotten = w >= p.last + 1 + keep;
+                refused = refused || (forgotten ? t <= p.last : t == p.first);
+            }
             if (refused) {
                 ++late_session_;
                 ++cov_.late_drops;
@@ -343,6 +354,7 @@ private:
         Session merged;
         merged.first = t;
         merged.last = t;
+        merged.floor = list[earliest].floor;
         merged.records.emplace_back(t, v);
         for (std::size_t i : joined) {
             merged.first = std::min(merged.first, list[i].first);

@@ -296,14 +296,14 @@ TEST(Session, ClosedSessionStartStaysReservedForAWhile) {
                                               {"b", 40, 41, 40, {"1", "1"}, true}}))
             << variant;
     }
-    // Once W ≥ 3 + 10 + 10 = 23 it is forgotten; so is whatever began at or before
-    // W − retention − gap − 1 = 2: an extension back to there is refused outright.
+    // Once W ≥ 3 + 10 + 10 = 23 it is forgotten: the open [15] may no longer extend back
+    // to its last record (2) or before, since whether a session began there is not known.
     Harness h(WindowSpec::session(10), EmitStrategy::OnWindowUpdate, 20);
     h.push({{"a", 0, 1}, {"a", 2, 1}, {"a", 15, 1}});
     h.push({"b", 43, 1});  // W = 23: [0,2] closed and forgotten; [15] open until 26
     h.commit();
     h.push({"a", 5, 1});  // joins [15] → [5,15]
-    h.push({"a", 2, 1});  // 2 + 1 + 20 ≤ 23: too far back to know: dropped
+    h.push({"a", 2, 1});  // onto the forgotten [0,2]'s last record: dropped
     h.push({"a", 3, 1});  // joins → [3,15]
     EXPECT_EQ(h.agg.stats().dropped_late_session, 1);
     h.commit(1000);
@@ -355,4 +355,23 @@ TEST(Session, FinalStateRowLiesInTheSegmentOfLastPlusGap) {
     EXPECT_EQ(r->rows(), (std::vector<Row>{{"a", 59990, 59991, 59990, {"1", "1"}, true},
                                            {"a", 59995, 60006, 60005, {"2", "2"}, true},
                                            {"b", 60006, 60007, 60006, {"1", "1"}, true}}));
+}
+
+// A long open session may extend back as far as what could have been forgotten when it
+// began (Kafka Streams accepts these too), and keeps that bound across a restart.
+TEST(Session, LongSessionExtendsBackToItsFloorAcrossRestarts) {
+    // gap 30 s, grace 10 s, retention 40 s: floor = W − 1 − 70 s when the session begins
+    Harness h(WindowSpec::session(30000, 10000));
+    h.push({{"a", 100000, 1}, {"a", 125000, 1}, {"a", 150000, 1}, {"a", 175000, 1}});  // W = 175 s
+    h.commit();
+    auto r = h.restarted();
+    r->push({"a", 80000, 1});  // 95 s behind W, within gap of [100, 175]: joins
+    r->push({"a", 55000, 1});  // likewise
+    r->push({"a", 29000, 1});  // within gap, but at the floor (W was 100 s when the session
+                               // began: 100 − 0.001 − 70 s): dropped
+    EXPECT_EQ(r->agg.stats().dropped_late_session, 1);
+    r->push({"a", 30000, 1});  // above it: joins
+    r->commit(10000000);
+    EXPECT_EQ(r->agg.stats().dropped_late_session, 1);
+    EXPECT_EQ(r->rows(), (std::vector<Row>{{"a", 30000, 175001, 175000, {"7", "7"}, true}}));
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -186,14 +187,18 @@ public:
     // whole row (version 0.1's format, of a length fixed by the specs: state_v01_size())
     // whenever every integer sum fits __int128; otherwise the row goes on with a tail: the
     // byte 2 (format version) and each sum/avg cell's ihi (int64), and the 128 bits
-    // written are the normalized isum.
-    void serialize(const AggCell* cells, std::string& out) const;
-    // Reads both forms (rows written by 0.1 included). Throws Error (XX001) on a short or
-    // malformed buffer.
-    std::vector<AggCell> deserialize(const char* data, std::size_t len) const;
+    // written are the normalized isum. A session's floor (WindowedAggregation), when given,
+    // follows as one more tail: the byte 3 and the floor (int64).
+    void serialize(const AggCell* cells, std::string& out,
+                   std::optional<std::int64_t> floor = std::nullopt) const;
+    // Reads every form (rows written by 0.1 included); the floor into *floor (nullopt when
+    // the row has none). Throws Error (XX001) on a short or malformed buffer.
+    std::vector<AggCell> deserialize(const char* data, std::size_t len,
+                                     std::optional<std::int64_t>* floor = nullptr) const;
     // Length of a row in the 0.1 format for these aggregates.
     std::size_t state_v01_size() const;
-    static constexpr char kStateWideSums = 2;  // version byte of the tail
+    static constexpr char kStateWideSums = 2;     // version byte of the wide-sums tail
+    static constexpr char kStateSessionFloor = 3;  // tag of the floor tail
 
 private:
     std::vector<AggSpec> specs_;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <queue>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,6 +38,7 @@ struct WindowStateRow {
     CellArray cells;
     bool removed = false;  // tombstone: a session merged away or moved
     Millis segment = 0;    // segment start this row belongs to
+    std::optional<Millis> floor;  // sessions: WindowState::floor (nullopt: not recorded)
 };
 
 // One sink operation.
@@ -140,6 +142,9 @@ public:
         Millis end = 0;  // exclusive
         Millis max_time = kNoTime;
         Millis emitted_start = kNoTime;  // start of the sink row written for it, if any
+        // Sessions: a late record may extend the session back only to times after this
+        // (may_start_at); persisted with its state.
+        Millis floor = kNoTime;
         bool dirty = false;
         bool closed = false;
         bool persisted = false;
@@ -208,12 +213,16 @@ private:
     Millis eviction_time(Millis start, Millis end) const;
     // Sessions: may a late record at t extend m[keep] (open) back to start at t?
     bool may_start_at(const Windows& m, std::size_t keep, Millis t, Millis w) const;
+    // Sessions: the latest last-record time a forgotten closed session can have at W.
+    Millis forgotten_zone(Millis w) const;
     void file_grid_close(KeyIt kit, Millis at);
     // Marks a window to leave memory once the flush is done with the key.
     void mark_gone(KeyIt kit, WindowState& ws, std::vector<KeyIt>& compact);
     // Drops one reference; erases the key once it has no windows and no references.
     void release(KeyIt kit);
     void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out);
+    // A tombstone for the window's state rows (merged away, or its start moved).
+    void tombstone(const std::string& key, const WindowState& ws);
     // A state row in the window's own segment, or in the one given.
     void state_row(const std::string& key, WindowState& ws, CommitOutput& out,
                    Millis segment = kNoTime);

@@ -65,6 +65,12 @@ public:
     std::size_t poll(std::size_t max, int timeout_ms, const std::function<void(const Message&)>& on_message,
                      const std::function<void(std::int32_t, std::int64_t)>& on_eof);
 
+    // Partitions whose fetch position is no longer in the log (retention deleted the records
+    // there, or the log is shorter than the position), since the last call. librdkafka stops
+    // fetching them (auto.offset.reset=error: never a silent jump); restart() resumes.
+    std::vector<std::int32_t> take_out_of_range();
+    void restart(const std::string& topic, std::int32_t partition, std::int64_t offset);
+
     // Offsets for lag tools (asynchronous, best effort: PostgreSQL holds the truth).
     void commit_offsets(const std::string& topic, const std::map<std::int32_t, std::int64_t>& next);
 
@@ -79,6 +85,7 @@ private:
     rd_kafka_queue_s* queue_ = nullptr;
     std::mutex mu_;
     std::string error_;
+    std::vector<std::int32_t> out_of_range_;
 };
 
 // One-shot: high watermark per partition of a topic (for wait_caught_up).

@@ -46,6 +46,7 @@ struct CommitSnapshot {
     std::string watermark_state;
     core::Millis w_moved_at = 0;
     std::map<std::int32_t, std::int64_t> next_offsets;
+    std::map<std::int32_t, std::int64_t> skipped;  // offsets skipped per partition (skip_offsets)
     std::vector<DeadLetter> dead;
     struct Aggregation {
         core::CommitOutput out;
@@ -90,6 +91,13 @@ public:
     // read (gaps from compaction or transaction markers included). Returns true if the
     // committed position moves.
     bool note_end_of_partition(std::int32_t partition, std::int64_t offset);
+
+    // Offsets [from, to) of a partition can no longer be read (the topic's retention deleted
+    // them before the source read them): the position moves to `to`, and the next commit
+    // records the loss with it, as a dead letter 'offsets_skipped' and in
+    // stoatflow.partition_offset.offsets_skipped.
+    void skip_offsets(std::int32_t partition, std::int64_t from, std::int64_t to);
+    bool skipped_pending() const { return !skipped_.empty(); }
 
     // Writes everything since the last commit into the current transaction:
     // write(take_snapshot(now)).
@@ -163,6 +171,7 @@ private:
     std::size_t staged_ = 0;
     core::Watermark watermark_;
     std::map<std::int32_t, std::int64_t> next_offsets_;
+    std::map<std::int32_t, std::int64_t> skipped_;
     std::vector<DeadLetter> dead_;
     std::int64_t commit_seq_ = 0;
     std::int64_t records_since_commit_ = 0;

@@ -12,7 +12,7 @@
 #   kafka_broker_restart                     # down + up
 #   kafka_broker_pause; kafka_broker_resume  # SIGSTOP / SIGCONT: a hung broker, port open
 #   kafka_topic_create NAME PARTITIONS; kafka_topic_add_partitions NAME TOTAL
-#   kafka_topic_delete NAME
+#   kafka_topic_delete NAME; kafka_delete_records TOPIC PARTITION OFFSET (moves the log start)
 #   kafka_broker_stop                        # SIGTERM, SIGKILL after a bound; removes the dir
 #
 # The jars come from Maven (test/kafka/broker/pom.xml, `mvn dependency:copy-dependencies`)
@@ -248,6 +248,20 @@ kafka_topic_add_partitions() { # NAME TOTAL (the new partition count, as Kafka w
     _kafka_topic_command --alter --topic "$1" --partitions "$2" || return 1
     _kafka_broker_wait_for 30 _kafka_topic_ready "$1" "$2" ||
         { _kafka_broker_log "topic $1: $2 partitions not seen within 30s"; return 1; }
+}
+
+kafka_delete_records() { # TOPIC PARTITION OFFSET: the log start moves to OFFSET, as retention would
+    local f out
+    f=$(mktemp)
+    printf '{"version":1,"partitions":[{"topic":"%s","partition":%d,"offset":%d}]}\n' "$1" "$2" "$3" >"$f"
+    if ! out=$(_kafka_tool org.apache.kafka.tools.DeleteRecordsCommand --bootstrap-server "$KAFKA_BROKERS" \
+        --offset-json-file "$f" 2>&1); then
+        rm -f "$f"
+        printf '%s\n' "$out" >&2
+        _kafka_broker_log "DeleteRecordsCommand $1[$2] before $3 failed"
+        return 1
+    fi
+    rm -f "$f"
 }
 
 _kafka_topic_gone() { ! timeout 10 kcat -L -b "$KAFKA_BROKERS" -t "$1" -m 3 2>/dev/null | grep -q "partition [0-9]*, leader"; }
