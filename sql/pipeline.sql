@@ -71,6 +71,24 @@ SELECT key, secs(window_start) AS ws, secs(window_end) AS we, n, total, secs(eve
 SELECT sessions_merged FROM stoatflow.stats WHERE aggregation_name = 'ses';
 SELECT stoatflow.drop_aggregation('ses', drop_sink => true);
 
+-- Session gap 30 s, grace 10 s, no out-of-orderness (SPEC 4): a late record within gap of an
+-- open session joins it even when its own [t, t] is closed, also when that session began
+-- late, and may pass over a closed session, but never come to start where a closed session
+-- starts (its final row). Every call restores from the committed state, so what is
+-- remembered of closed sessions comes back from the state tables.
+SELECT src('s_late');
+SELECT stoatflow.create_aggregation('late', 's_late', stoatflow.session('30 seconds', '10 seconds'),
+    'count(*) AS n', 'late');
+SELECT * FROM feed('s_late', rec('x', 100000), rec('b', 65000));  -- W = 100 s; [65] open until 106 s
+SELECT * FROM feed('s_late', rec('b', 58000));                    -- own [58] closed at 99 s: joins
+SELECT * FROM feed('s_late', rec('c', 120000), rec('y', 161000)); -- W = 161 s closes c's [120]
+SELECT * FROM feed('s_late', rec('c', 145000));                   -- a new session, open until 185 s
+SELECT * FROM feed('s_late', rec('c', 120000));                   -- would start at 120: dropped
+SELECT * FROM feed('s_late', rec('c', 125000));                   -- over closed [120]: joins
+SELECT key, secs(window_start) AS ws, secs(window_end) AS we, n, final FROM late ORDER BY 1, 2;
+SELECT dropped_late_session FROM stoatflow.stats WHERE aggregation_name = 'late';
+SELECT stoatflow.drop_aggregation('late', drop_sink => true);
+
 ------------------------------------------------------------------------------------------
 -- on_window_close: exactly one write per window, final, after the watermark passes it
 SELECT src('s_once');

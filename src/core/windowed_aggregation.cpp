@@ -65,11 +65,6 @@ void WindowedAggregation::erase_key(KeyIt kit) {
     keys_.erase(kit);
 }
 
-Millis WindowedAggregation::closed_zone(Millis watermark) const {
-    // The latest t whose own session [t, t] is closed at W: W ≥ t + 1 + gap + grace.
-    return watermark == kNoTime ? kNoTime : watermark - 1 - spec_.size - spec_.grace;
-}
-
 Millis WindowedAggregation::segment_time(const WindowState& ws) const {
     // Sessions live in the segment of their last record, time windows of their start.
     return segments_.segment_of(spec_.kind == WindowKind::Session ? ws.end - 1 : ws.start);
@@ -151,8 +146,16 @@ void WindowedAggregation::file_grid_close(KeyIt kit, Millis at) {
     ++kit->second.refs;
 }
 
+Millis WindowedAggregation::eviction_time(Millis start, Millis end) const {
+    // Sliding: once the window starts at or before W − retention. Sessions: the state
+    // tables keep the closed session's row as long (WindowSpec::state_keep), so a restart
+    // remembers exactly the closed sessions an uninterrupted run would.
+    return spec_.kind == WindowKind::Session ? end + spec_.state_keep(segments_.retention())
+                                             : start + segments_.retention() + 1;
+}
+
 void WindowedAggregation::schedule_eviction(KeyIt kit, const WindowState& ws) {
-    evictions_.push(Pending{ws.start + segments_.retention() + 1, kit, ws.start, ws.end});
+    evictions_.push(Pending{eviction_time(ws.start, ws.end), kit, ws.start, ws.end});
     ++kit->second.refs;
 }
 
@@ -389,10 +392,25 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
 // Sessions: a record joins every open session whose [first−gap, last+gap] holds it;
 // they merge into one. A record that joins none starts [t, t] unless that would already
 // be closed (dropped, late_session). A record within gap of an open session joins it even
-// when its own [t, t] would be closed, extending it backwards (SPEC 4) — but never over
-// closed history: the sink knows a session by (key, first), so a session reaching back to
-// where a closed one starts would overwrite that closed session's final row. Each session
-// carries a floor it may not extend back to (see WindowState::floor).
+// when its own [t, t] would be closed, extending it backwards (SPEC 4), also over closed
+// sessions of the key, which it never reopens or changes — within the limits of
+// may_start_at.
+//
+// The sink knows a session by (key, first record), so an extension may not start where a
+// closed session starts: that would overwrite its final row. Closed sessions are
+// remembered until W ≥ end + retention + gap (eviction_time); one that W has forgotten
+// lies at or before W − retention − gap − 1ms, so an extension reaching back that far is
+// refused outright (dropped, late_session): whether a session began there is not known.
+bool WindowedAggregation::may_start_at(const Windows& m, std::size_t keep, Millis t,
+                                       Millis w) const {
+    if (w >= eviction_time(t, t + 1)) return false;
+    // Sorted by start: only the sessions before keep can start at t. Judged by W, not by
+    // whether a flush has marked them closed yet.
+    for (std::size_t i = 0; i < keep; ++i)
+        if (m[i].start == t && (m[i].closed || spec_.is_closed(m[i].end, w))) return false;
+    return true;
+}
+
 void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* values, Millis w) {
     const Millis gap = spec_.size;
     Windows& m = kit->second.windows;
@@ -416,22 +434,14 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         WindowState& ws = open_window(kit, t, t + 1);
         layout_.add(ws.cells.data(), values);
         ws.max_time = t;
-        ws.floor = closed_zone(w);
         touch(kit, ws);
         return;
     }
     // The earliest session survives; the others merge into it.
     const std::size_t keep = joined.back();
-    if (t < m[keep].start && own_closed) {
-        // Late and extending backwards: not to or past the floor, nor past the last record
-        // of a session before it that W has closed but this commit has not yet let go of.
-        Millis floor = m[keep].floor;
-        for (std::size_t i = 0; i < keep; ++i)
-            if (m[i].closed || spec_.is_closed(m[i].end, w)) floor = std::max(floor, m[i].end - 1);
-        if (t <= floor) {
-            ++stats_.dropped_late_session;
-            return;
-        }
+    if (t < m[keep].start && own_closed && !may_start_at(m, keep, t, w)) {
+        ++stats_.dropped_late_session;
+        return;
     }
     WindowState merged = std::move(m[keep]);
     // Newest first: removing a window leaves the indexes of the earlier ones valid.
@@ -504,8 +514,8 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     for (auto& t : tombstones_) out.state.push_back(std::move(t));
     tombstones_.clear();
 
-    // Windows the watermark has closed: their final row, then they leave memory
-    // (sliding windows stay until they leave retention: later windows derive from them).
+    // Windows the watermark has closed: their final row, then they leave memory (grid
+    // windows at once; sliding windows and sessions at their eviction_time).
     // Windows only leave (are compacted out of their key) and keys are only released at
     // the end, so the (key, start) names held by pending entries stay valid throughout.
     std::vector<KeyIt> compact;
@@ -526,14 +536,10 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
             ws->closed = true;
             --open_windows_;
             --kit->second.open;
-            if (spec_.kind == WindowKind::Sliding)
-                schedule_eviction(kit, *ws);
-            else
+            if (grid_kind())
                 mark_gone(kit, *ws, compact);
-            // The key's later sessions may never extend back over this one once it is gone.
-            if (spec_.kind == WindowKind::Session)
-                for (WindowState& o : kit->second.windows)
-                    if (o.start > ws->start) o.floor = std::max(o.floor, ws->end - 1);
+            else
+                schedule_eviction(kit, *ws);
         }  // else stale: merged away, moved or grown since it was scheduled
     };
     if (watermark != kNoTime) {
@@ -569,7 +575,8 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
     while (!evictions_.empty() && watermark != kNoTime && evictions_.top().at <= watermark) {
         const Pending p = evictions_.top();
         evictions_.pop();
-        if (WindowState* ws = find_window(p.key, p.start)) mark_gone(p.key, *ws, compact);
+        WindowState* ws = find_window(p.key, p.start);
+        if (ws && ws->closed && ws->end == p.end) mark_gone(p.key, *ws, compact);
         released.push_back(p.key);
     }
 
@@ -606,7 +613,11 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
 void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     if (row.removed) return;
     const bool closed = spec_.is_closed(row.end, watermark);
-    if (closed && spec_.kind != WindowKind::Sliding) return;  // final and emitted already
+    // Closed windows are final and emitted already; sliding windows and sessions come back
+    // as closed ones until their eviction_time, as in an uninterrupted run.
+    if (closed && (!(spec_.kind == WindowKind::Sliding || spec_.kind == WindowKind::Session) ||
+                   watermark >= eviction_time(row.start, row.end)))
+        return;
     KeyIt kit = keys_.find_or_insert(row.key);
     if (find_window(kit, row.start)) return;
     if (row.cells.size() != layout_.size())
@@ -615,8 +626,6 @@ void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     ws.cells = row.cells;
     ws.max_time = row.event_time;
     ws.persisted = true;
-    // Sessions closed before the crash are not restored: everything W had closed is history.
-    ws.floor = closed_zone(watermark);
     // Under on_window_update every committed state version was upserted in the same
     // transaction; under on_window_close only closed windows were written.
     if (emit_ == EmitStrategy::OnWindowUpdate || closed) {

@@ -156,7 +156,7 @@ void SourcePipeline::expire_segments(Aggregation& agg, core::Millis frontier) {
     // Whole-segment drops only; sink tables are never touched by expiry.
     for (auto it = agg.segments.begin(); it != agg.segments.end();) {
         const Segment& s = it->second;
-        if (!core::SegmentLayout::expired(s.start, s.span, frontier, agg.def.retention)) break;
+        if (!core::SegmentLayout::expired(s.start, s.span, frontier, agg.def.spec.state_keep(agg.def.retention))) break;
         spi_exec("DROP TABLE IF EXISTS stoatflow_state." + quote_ident(s.relname));
         spi_exec("DELETE FROM stoatflow.segment WHERE aggregation_id OPERATOR(pg_catalog.=) $1 "
                  "AND segment_start OPERATOR(pg_catalog.=) $2",

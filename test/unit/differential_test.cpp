@@ -1037,11 +1037,15 @@ TEST(DifferentialSanity, SessionByHand) {
                    {"a", 30, 4},  // W=20:  [0,12] closed (19); new [30,30]
                    {"a", 17, 5},  // W=20:  in reach of closed [0,12] only → new [17,17]
                    {"a", 19, 6},  // W=20:  extends [17,17] → [17,19]
-                   {"a", 11, 7},  // W=20:  would extend [17,19] backwards, own window closed → late
+                   {"a", 11, 7},  // W=20:  own [11] closed (18), within gap of open [17,19]:
+                                  //        extends it backwards → [11,19]
+                   {"a", 8, 8},   // W=20:  likewise, over closed [0,12] → [8,19]
+                   {"a", 5, 9},   // W=20:  within gap of [8,19], but 5 + 1 + 6 + 6 ≤ W: too far
+                                  //        back to know which closed sessions began there → late
                    {"b", 5, std::nullopt}});  // W=20: closed → late
     expect_reference(c,
                      {{"a", 0, 13, 12, 3, 3, 6.0L, 1.0L, 3.0L, 2.0L},
-                      {"a", 17, 20, 19, 2, 2, 11.0L, 5.0L, 6.0L, 5.5L},
+                      {"a", 8, 20, 19, 4, 4, 26.0L, 5.0L, 8.0L, 6.5L},
                       {"a", 30, 31, 30, 1, 1, 4.0L, 4.0L, 4.0L, 4.0L}},
                      0, 2);
     expect_engine(c);

@@ -5,9 +5,11 @@
 #include "stoatflow/core/windowed_aggregation.hpp"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace stoatflow::test {
@@ -45,7 +47,26 @@ class Harness {
 public:
     Harness(WindowSpec spec, EmitStrategy emit = EmitStrategy::OnWindowUpdate,
             Millis max_ooo = 0, std::vector<AggSpec> aggs = count_sum(), Millis retention = kNoTime)
-        : agg(spec, aggs, emit, retention), wm(max_ooo) {}
+        : agg(spec, aggs, emit, retention), wm(max_ooo), spec_(spec), emit_(emit),
+          max_ooo_(max_ooo), aggs_(std::move(aggs)), retention_(retention) {}
+
+    // A worker restart after the last commit: a new engine restored from the state rows as
+    // the state tables hold them (the newest version per segment and window), the watermark
+    // restored, the sink kept. Uncommitted records are lost, as in a crash.
+    std::unique_ptr<Harness> restarted() const {
+        auto p = std::make_unique<Harness>(spec_, emit_, max_ooo_, aggs_, retention_);
+        Harness& r = *p;
+        r.wm.restore(committed_wm_);
+        std::map<std::tuple<Millis, std::string, Millis>, const WindowStateRow*> tables;
+        for (const auto& s : state_log) tables[{s.segment, s.key, s.start}] = &s;
+        for (const auto& [id, row] : tables)
+            if (!row->removed) r.agg.restore(*row, r.wm.current());
+        r.agg.finish_restore();
+        r.sink = sink;
+        r.writes = writes;
+        r.state_log = state_log;
+        return p;
+    }
 
     void push(const In& r) {
         const Millis w = wm.observe(r.partition, r.t);
@@ -66,6 +87,7 @@ public:
             ++writes[{u.key, u.start}];
         }
         for (auto& s : out.state) state_log.push_back(s);
+        committed_wm_ = wm.serialize();
         return out;
     }
     Row to_row(const SinkRow& u) const {
@@ -85,6 +107,14 @@ public:
     std::map<std::pair<std::string, Millis>, Row> sink;
     std::map<std::pair<std::string, Millis>, int> writes;
     std::vector<WindowStateRow> state_log;
+
+private:
+    WindowSpec spec_;
+    EmitStrategy emit_;
+    Millis max_ooo_;
+    std::vector<AggSpec> aggs_;
+    Millis retention_;
+    std::string committed_wm_ = Watermark(0).serialize();
 };
 
 }  // namespace stoatflow::test

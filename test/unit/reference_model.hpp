@@ -149,16 +149,10 @@ public:
         }
     }
 
-    // The worker restarted with committed watermark w: sessions closed by then are gone
-    // from its memory, so open sessions may no longer extend back into what w had closed.
-    void restart(RefMillis w) {
-        if (spec_.kind != RefKind::Session) return;
-        if (w == std::numeric_limits<RefMillis>::min()) return;  // no watermark: nothing closed
-        const RefMillis closed_zone = w - 1 - spec_.size - spec_.grace;
-        for (auto& [key, list] : sessions_)
-            for (Session& s : list)
-                if (session_open(s, w)) s.floor = std::max(s.floor, closed_zone);
-    }
+    // The worker restarted with committed watermark w. Nothing to do: what a restarted
+    // worker remembers of closed sessions comes from its state tables, which keep them as
+    // long as an uninterrupted worker remembers them.
+    void restart(RefMillis) {}
 
     // Every window that exists now, marked closed or not at watermark w; sorted by
     // (key, window_start).
@@ -282,11 +276,6 @@ private:
     struct Session {
         RefMillis first = 0;
         RefMillis last = 0;
-        // A late record may extend the session backwards only to times after this: the
-        // closed zone (latest t whose own [t, t] is closed) when it began or the worker
-        // restarted; a merge keeps the earliest session's. Closed sessions before it
-        // raise it further when it is checked (see add_session).
-        RefMillis floor = std::numeric_limits<RefMillis>::min();
         std::vector<std::pair<RefMillis, RefValue>> records;
     };
 
@@ -315,9 +304,6 @@ private:
                 closed_covers = true;
         }
         const bool own_closed = w >= t + 1 + gap + spec_.grace;
-        // own_closed iff t <= closed_zone (no watermark yet: nothing is closed)
-        const RefMillis closed_zone =
-            w == std::numeric_limits<RefMillis>::min() ? w : w - 1 - gap - spec_.grace;
         if (joined.empty()) {
             if (own_closed) {
                 ++late_session_;
@@ -327,7 +313,6 @@ private:
             if (closed_covers) ++cov_.closed_in_reach;
             Session s;
             s.first = s.last = t;
-            s.floor = closed_zone;
             s.records.emplace_back(t, v);
             insert_sorted(list, std::move(s));
             ++cov_.contributions;
@@ -337,15 +322,17 @@ private:
         for (std::size_t i : joined)
             if (list[i].first < list[earliest].first) earliest = i;
         if (t < list[earliest].first && own_closed) {
-            // A late record extends the open session backwards (SPEC 4), but never over
-            // closed history: not to its floor, nor to the last record of any closed
-            // session before it (else a closed session could share its first record time,
-            // the sink row's identity, with this one and have its final row overwritten).
-            RefMillis floor = list[earliest].floor;
+            // A late record extends the open session backwards (SPEC 4), also over closed
+            // sessions. The exceptions (README): the sink knows a session by (key, first),
+            // so it may not come to start where a closed session starts; and the worker
+            // remembers closed sessions only until w >= last + 1 + retention + gap (the
+            // minimum retention gap + grace here), so an extension to a t that far back is
+            // refused whatever was there.
+            const RefMillis keep = 2 * gap + spec_.grace;
+            bool refused = w >= t + 1 + keep;
             for (const Session& p : list)
-                if (!session_open(p, w) && p.first < list[earliest].first)
-                    floor = std::max(floor, p.last);
-            if (t <= floor) {
+                refused = refused || (!session_open(p, w) && p.first == t);
+            if (refused) {
                 ++late_session_;
                 ++cov_.late_drops;
                 ++cov_.backward_drops;
@@ -356,7 +343,6 @@ private:
         Session merged;
         merged.first = t;
         merged.last = t;
-        merged.floor = list[earliest].floor;
         merged.records.emplace_back(t, v);
         for (std::size_t i : joined) {
             merged.first = std::min(merged.first, list[i].first);

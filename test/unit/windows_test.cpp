@@ -204,12 +204,25 @@ TEST(Session, ClosedSessionNeverReopens) {
     h.commit();
     EXPECT_TRUE(h.sink.at({"a", 0}).final);
     h.push({"a", 12, 1});  // within the gap of [0,5], which is closed: joins [16,16]
+    h.push({"a", 3, 1});   // own [3,3] closed at 14 ≤ 16, but within gap of the open
+                           // [12,16]: joins it, over closed [0,5], which stays as it was
+    h.push({"a", 17, 1});  // within gap of [0,5]... no: 17 > 5 + 10; joins [3,16]
     EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
-    h.push({"a", 3, 1});  // its own [3,3] closed at 14 ≤ 16 and it cannot extend: dropped
+    h.commit(1000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 6, 5, {"2", "2"}, true},
+                                          {"a", 3, 18, 17, {"4", "4"}, true}}));
+}
+
+// A record that would bridge into closed sessions only, its own session closed: dropped.
+TEST(Session, RecordNearOnlyClosedSessionsIsDropped) {
+    Harness h(WindowSpec::session(10));
+    h.push({{"a", 0, 1}, {"a", 5, 1}, {"b", 30, 1}});  // W = 30 closes [0,5]
+    h.commit();
+    h.push({"a", 8, 1});  // own [8,8] closed at 19 ≤ 30, no open session: dropped
     EXPECT_EQ(h.agg.stats().dropped_late_session, 1);
     h.commit(1000);
     EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 6, 5, {"2", "2"}, true},
-                                          {"a", 12, 17, 16, {"2", "2"}, true}}));
+                                          {"b", 30, 31, 30, {"1", "1"}, true}}));
 }
 
 TEST(Session, LateRecordInsideAnOpenSessionCounts) {
@@ -243,9 +256,9 @@ TEST(Session, LateRecordExtendsAnOpenSessionBackwards) {
     EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
 }
 
-// The sink knows a session by (key, first record): a late extension never reaches back
-// over a closed session, which would overwrite (or straddle) its final row.
-TEST(Session, LateExtensionNeverReachesBackOverAClosedSession) {
+// The sink knows a session by (key, first record): a late extension may reach back over a
+// closed session, but never come to start where it starts (that would overwrite its final row).
+TEST(Session, LateExtensionNeverTakesAClosedSessionsStart) {
     // gap 10, no grace, no out-of-orderness: [0,0] closes once W ≥ 11.
     Harness h(WindowSpec::session(10));
     h.push({{"a", 0, 1}, {"b", 11, 1}});  // W = 11 closes a's [0,0]
@@ -253,8 +266,7 @@ TEST(Session, LateExtensionNeverReachesBackOverAClosedSession) {
     EXPECT_TRUE(h.sink.at({"a", 0}).final);
     h.push({"a", 13, 1});  // own [13,13] open (closes at 24): a new session, not [0,0]
     h.push({"a", 0, 5});   // late, within gap of [13,13]: would start at 0, where [0,0] does
-    h.push({"a", 4, 5});   // late, would reach over [0,0]'s last record... no: 4 > 0 is
-                           // after it, but [13] began when W had closed up to 0: allowed
+    h.push({"a", 4, 5});   // late, within gap of [13,13]: extends it to [4,13]
     EXPECT_EQ(h.agg.stats().dropped_late_session, 1);
     h.commit(1000);
     EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 1, 0, {"1", "1"}, true},
@@ -262,26 +274,55 @@ TEST(Session, LateExtensionNeverReachesBackOverAClosedSession) {
                                           {"b", 11, 12, 11, {"1", "1"}, true}}));
 }
 
-// A session that closes while a later one is open raises that one's floor, whether the
-// closed one has already left memory (a commit in between) or not.
-TEST(Session, SessionClosingLaterStillBlocksTheExtension) {
-    for (bool commit_between : {false, true}) {
-        // gap 10, no grace, out-of-orderness 20
-        Harness h(WindowSpec::session(10), EmitStrategy::OnWindowUpdate, 20);
-        h.push({{"a", 0, 1}, {"a", 2, 1}, {"a", 15, 1}, {"a", 13, 1}});  // [0,2], [13,15]
-        h.push({"b", 40, 1});  // W = 20 closes [0,2] (at 13); [13,15] stays open (until 26)
-        if (commit_between) h.commit();
+// A closed session keeps its start reserved until W ≥ end + retention + gap, whether it
+// closed in this commit or an earlier one, and across a restart.
+TEST(Session, ClosedSessionStartStaysReservedForAWhile) {
+    for (int variant : {0, 1, 2}) {
+        // gap 10, no grace, out-of-orderness 20; retention = gap + grace = 10
+        Harness first(WindowSpec::session(10), EmitStrategy::OnWindowUpdate, 20);
+        first.push({{"a", 0, 1}, {"a", 2, 1}, {"a", 15, 1}, {"a", 13, 1}});  // [0,2], [13,15]
+        first.push({"b", 40, 1});  // W = 20 closes [0,2] (at 13); [13,15] open (until 26)
+        if (variant >= 1) first.commit();
+        std::unique_ptr<Harness> after = variant == 2 ? first.restarted() : nullptr;
+        Harness& h = after ? *after : first;
         h.push({"a", 4, 1});  // late, after [0,2]'s last: extends [13,15] to [4,15]
         h.push({"a", 0, 1});  // late, within gap of [4,15], but where [0,2] starts: dropped
-        h.push({"a", 2, 1});  // ... and onto [0,2]'s last record: dropped
-        h.push({"a", 3, 1});  // after it: extends to [3,15]
-        EXPECT_EQ(h.agg.stats().dropped_late_session, 2) << commit_between;
+        h.push({"a", 2, 1});  // late, onto [0,2]'s last record: joins, [2,15]
+        h.push({"a", 3, 1});  // joins
+        EXPECT_EQ(h.agg.stats().dropped_late_session, 1) << variant;
         h.commit(1000);
         EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 3, 2, {"2", "2"}, true},
-                                              {"a", 3, 16, 15, {"4", "4"}, true},
+                                              {"a", 2, 16, 15, {"5", "5"}, true},
                                               {"b", 40, 41, 40, {"1", "1"}, true}}))
-            << commit_between;
+            << variant;
     }
+    // Once W ≥ 3 + 10 + 10 = 23 it is forgotten; so is whatever began at or before
+    // W − retention − gap − 1 = 2: an extension back to there is refused outright.
+    Harness h(WindowSpec::session(10), EmitStrategy::OnWindowUpdate, 20);
+    h.push({{"a", 0, 1}, {"a", 2, 1}, {"a", 15, 1}});
+    h.push({"b", 43, 1});  // W = 23: [0,2] closed and forgotten; [15] open until 26
+    h.commit();
+    h.push({"a", 5, 1});  // joins [15] → [5,15]
+    h.push({"a", 2, 1});  // 2 + 1 + 20 ≤ 23: too far back to know: dropped
+    h.push({"a", 3, 1});  // joins → [3,15]
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 1);
+    h.commit(1000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"a", 0, 3, 2, {"2", "2"}, true},
+                                          {"a", 3, 16, 15, {"3", "3"}, true},
+                                          {"b", 43, 44, 43, {"1", "1"}, true}}));
+}
+
+// SPEC 4's own case: a late record extends an open session that itself began late.
+TEST(Session, LateRecordExtendsASessionThatBeganLate) {
+    // gap 30 s, grace 10 s, no out-of-orderness
+    Harness h(WindowSpec::session(30000, 10000));
+    h.push({"x", 100000, 1});  // W = 100 s
+    h.push({"b", 65000, 1});   // own [65] open until 106 s: a session
+    h.push({"b", 58000, 1});   // own [58] closed (99 s), within gap of [65]: joins
+    EXPECT_EQ(h.agg.stats().dropped_late_session, 0);
+    h.commit(10000000);
+    EXPECT_EQ(h.rows(), (std::vector<Row>{{"b", 58000, 65001, 65000, {"2", "2"}, true},
+                                          {"x", 100000, 100001, 100000, {"1", "1"}, true}}));
 }
 
 TEST(Session, KeysAreIndependent) {

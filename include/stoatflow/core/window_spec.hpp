@@ -36,6 +36,14 @@ struct WindowSpec {
     // The longest a window can stay open: size + grace, 2·D + grace, gap + grace.
     Millis min_retention() const;
 
+    // How long state stays after W passes a window: segments are dropped once they lie at
+    // or before frontier − state_keep(retention). Sessions keep one gap more: a closed
+    // session is remembered (its start stays reserved) until W ≥ end + retention + gap,
+    // and its state row must be there for a restart to remember it too.
+    Millis state_keep(Millis retention) const {
+        return kind == WindowKind::Session ? retention + size : retention;
+    }
+
     // The close rule, in one place: a window [start, end) — for a session, end is
     // last + 1 ms — is closed once the watermark reaches close_point(end).
     Millis close_point(Millis end) const;

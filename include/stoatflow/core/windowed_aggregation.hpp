@@ -119,7 +119,7 @@ public:
     std::size_t pending_changes() const { return dirty_count_; }
     // Segments those windows live in (what the next commit will lock, at least).
     std::size_t pending_segments() const { return dirty_segments_.size(); }
-    // Windows held in memory (open ones plus closed ones kept for sliding derivation).
+    // Windows held in memory (open ones plus closed sliding windows and sessions kept a while).
     std::size_t resident_windows() const { return resident_; }
     // An estimate of the heap this engine holds: keys with their bytes, the key table,
     // windows (the per-key blocks as allocated, cells beyond the inline ones), the close
@@ -140,12 +140,6 @@ public:
         Millis end = 0;  // exclusive
         Millis max_time = kNoTime;
         Millis emitted_start = kNoTime;  // start of the sink row written for it, if any
-        // Sessions: a late record may extend the session backwards only to times after
-        // this. It covers every closed session of the key before it: W's closed zone when
-        // the session began (or was restored), raised to the last record of each earlier
-        // session that closes while it is open. Closed sessions then never share a start
-        // (the sink row's identity) with, nor lie inside, a later session.
-        Millis floor = kNoTime;
         bool dirty = false;
         bool closed = false;
         bool persisted = false;
@@ -207,7 +201,13 @@ private:
     // Erases a key that holds no windows and no references (memory accounted).
     void erase_key(KeyIt kit);
     void schedule_close(KeyIt kit, const WindowState& ws);
+    // Closed windows that stay in memory: sliding ones until they leave retention (later
+    // windows derive from them), sessions until W ≥ end + retention + gap (their start
+    // stays reserved, see process_session).
     void schedule_eviction(KeyIt kit, const WindowState& ws);
+    Millis eviction_time(Millis start, Millis end) const;
+    // Sessions: may a late record at t extend m[keep] (open) back to start at t?
+    bool may_start_at(const Windows& m, std::size_t keep, Millis t, Millis w) const;
     void file_grid_close(KeyIt kit, Millis at);
     // Marks a window to leave memory once the flush is done with the key.
     void mark_gone(KeyIt kit, WindowState& ws, std::vector<KeyIt>& compact);
@@ -216,8 +216,6 @@ private:
     void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out);
     void state_row(const std::string& key, WindowState& ws, CommitOutput& out);
     Millis segment_time(const WindowState& ws) const;
-    // Sessions: the latest record time whose own [t, t] session W has closed.
-    Millis closed_zone(Millis watermark) const;
     bool grid_kind() const {
         return spec_.kind == WindowKind::Tumbling || spec_.kind == WindowKind::Hopping;
     }
@@ -239,7 +237,7 @@ private:
         nullptr;  // the bucket filed into last (nodes are stable)
     Millis last_bucket_at_ = kNoTime;
     MinHeap closes_;     // sliding and sessions
-    MinHeap evictions_;  // sliding: closed windows kept until they leave retention
+    MinHeap evictions_;  // sliding and sessions: closed windows kept a while (eviction_time)
     // Keys with a window changed since the last flush; the windows carry the dirty flag.
     std::vector<KeyIt> dirty_keys_;
     std::size_t dirty_count_ = 0;  // windows that became dirty since the last flush
