@@ -45,6 +45,10 @@ EXAMPLES = {
     # it (its sink row is (key, window_start)); Kafka Streams emits [0 s] count 1 and [0 s, 25 s]
     # count 2
     "example_start_collision": [("a", 0, 1), ("x", 41, 0), ("a", 25, 2), ("a", 0, 4)],
+    # by design: an extension reaching back more than retention + gap (70 s) behind W: the open
+    # [100 s, 175 s] at W = 175 s; a@80 (80 s + 1 ms + 70 s <= 175 s) is dropped by stoatflow, which
+    # no longer remembers which closed sessions started there; Kafka Streams gives [80 s, 175 s]
+    "example_beyond_memory": [("a", 100, 1), ("a", 125, 2), ("a", 150, 4), ("a", 175, 8), ("a", 80, 16)],
     # by design (Kafka Streams' edge): at W = 40 s, [0 s] ends exactly at W - gap - grace: open in
     # both, but Kafka Streams' findSessions no longer returns it, so a@20 starts a session of its
     # own there: Kafka Streams [0 s] and [20 s], stoatflow [0 s, 20 s] count 2
