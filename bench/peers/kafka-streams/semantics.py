@@ -27,20 +27,32 @@ SENTINEL_KEY = "~sentinel"
 BASE = 1767225600000  # 2026-01-01 00:00:00 UTC, a multiple of every window size
 DAY = 86400000
 
-# Hand-made streams: each shows one by-design difference (README, "Compared with Kafka Streams").
+# Hand-made streams: the session rules side by side (README, "Draft: differences by design").
 # (key, seconds after BASE, amount); session gap 30 s, grace 10 s.
 EXAMPLES = {
-    # a closed session is never reopened (stoatflow); Kafka Streams merges the late record into it
-    # because the merged session [0 s, 50 s] ends after its close time (50 − 30 − 10 = 10 s).
+    # neither merges into a closed session: [0 s] closes at W = 50 s; a@25 joins the open [50 s]:
+    # both give [0 s] count 1 and [25 s, 50 s] count 2
     "example_merge_closed": [("a", 0, 1), ("a", 50, 2), ("a", 25, 4)],
-    # a late record extends an open session backwards only to times that were still open when the
-    # session began: [65 s] began at W = 100 s, and 58 s + 1 ms + 30 s + 10 s <= 100 s.
+    # a late record joins an open session within gap even though its own [58 s] is closed
+    # (W = 100 s >= 58 s + 1 ms + 30 s + 10 s): both give [58 s, 65 s] count 2
     "example_extend_back": [("x", 100, 1), ("b", 65, 2), ("b", 58, 4)],
-    # a late extension never reaches back over the last record of a closed session of the key:
-    # a@95 would extend [110 s, 131 s] over the closed session [100 s]; Kafka Streams no longer
-    # sees [100 s] (its store keeps sessions for gap + grace) and emits overlapping sessions.
+    # a backward extension may pass over a closed session of the key: [100 s] closed at
+    # W = 141 s; a@95 extends [110 s, 131 s] to [95 s, 131 s] in both (overlapping sessions)
     "example_extend_over_closed": [("a", 100, 1), ("a", 131, 2), ("x", 141, 0), ("a", 110, 4),
                                    ("x", 160, 0), ("a", 95, 8)],
+    # by design: an extension onto a closed session's start. [0 s] closed at W = 41 s; a@25 starts
+    # [25 s]; a second a@0 would make it [0 s, 25 s], the start of the closed [0 s]: stoatflow drops
+    # it (its sink row is (key, window_start)); Kafka Streams emits [0 s] count 1 and [0 s, 25 s]
+    # count 2
+    "example_start_collision": [("a", 0, 1), ("x", 41, 0), ("a", 25, 2), ("a", 0, 4)],
+    # by design: an extension reaching back more than retention + gap (70 s) behind W: the open
+    # [100 s, 175 s] at W = 175 s; a@80 (80 s + 1 ms + 70 s <= 175 s) is dropped by stoatflow, which
+    # no longer remembers which closed sessions started there; Kafka Streams gives [80 s, 175 s]
+    "example_beyond_memory": [("a", 100, 1), ("a", 125, 2), ("a", 150, 4), ("a", 175, 8), ("a", 80, 16)],
+    # by design (Kafka Streams' edge): at W = 40 s, [0 s] ends exactly at W - gap - grace: open in
+    # both, but Kafka Streams' findSessions no longer returns it, so a@20 starts a session of its
+    # own there: Kafka Streams [0 s] and [20 s], stoatflow [0 s, 20 s] count 2
+    "example_close_boundary": [("a", 0, 1), ("x", 40, 0), ("a", 20, 2)],
 }
 
 
@@ -129,67 +141,75 @@ def time_windows_model(recs, size, advance, grace):
 
 
 def ks_session_model(recs, gap, grace, retention=None):
-    """Kafka Streams 4.1 (KStreamSessionWindowAggregate, onWindowClose): findSessions(key, t - gap,
-    t + gap) over the session store, which no longer returns sessions ending at or before
-    store time - retention (retention = gap + grace by default; store time = the largest session
-    end put); the merged session is dropped if its end < stream time - gap - grace; a session is
-    emitted once, as it is when it closes (a closed session merged later is emitted again, merged).
-    Returns (results, notes): notes name the records stoatflow treats differently by design."""
+    """Kafka Streams 4.1 (KStreamSessionWindowAggregate, onWindowClose; KsWindows
+    --keep-until-emitted: default retention, nothing expired before it is emitted). A record
+    merges with the sessions findSessions(key, t - gap, t + gap) returns, which skips sessions
+    ending before store time - retention + 1 (retention = gap + grace by default; store time = the
+    largest session end put, here always W); the merged session is dropped if its end < W - gap -
+    grace (closed); a session is emitted once, when it closes.
+    Returns (results, notes): notes name the records that stoatflow treats differently by design."""
     if retention is None:
         retention = gap + grace
     stream_time = store_time = -1
-    store = collections.defaultdict(list)  # key -> [first, last, count, sum, began_w]
+    store = collections.defaultdict(list)  # key -> [first, last, count, sum, emitted]
     out = collections.Counter()
     notes = []
     for k, t, a in recs:
         stream_time = max(stream_time, t)
         close = stream_time - gap - grace  # end < close: closed
-        # emitted: sessions that closed (their final value at that moment), then merged or not
-        for kk, ss in store.items():
+        for kk, ss in store.items():  # sessions that closed: emitted as they are
             for x in ss:
-                if x[1] < close and not x[5]:
+                if x[1] < close and not x[4]:
                     out[(kk, x[0], x[1] + 1, x[2], x[3])] += 1
-                    x[5] = True
+                    x[4] = True
         visible_from = max(t - gap, store_time - retention + 1)
-        found = [x for x in store[k] if x[1] >= visible_from and x[0] <= t + gap]
+        near = [x for x in store[k] if x[1] >= t - gap and x[0] <= t + gap]
+        found = [x for x in near if x[1] >= visible_from]
         first = min([t] + [x[0] for x in found])
         last = max([t] + [x[1] for x in found])
         if last < close:
             continue
-        closed = [x for x in found if x[1] < close]
+        unseen = [x for x in near if x[1] < visible_from and not x[4]]
+        if unseen:
+            notes.append("close_boundary: %s@%d: Kafka Streams does not merge it with %s, which ends exactly at "
+                         "W - gap - grace (not closed, but no longer returned by findSessions)" % (
+                             k, t, [(x[0], x[1]) for x in unseen]))
+        closed = [x for x in found if x[4]]
         if closed:
             notes.append("merge_closed: Kafka Streams merges %s@%d with closed session(s) %s into [%d, %d]" % (
                 k, t, [(x[0], x[1]) for x in closed], first, last))
-        elif found and t < min(x[0] for x in found) and any(
-                x[5] and t <= x[1] < min(y[0] for y in found) for x in store[k]):
-            notes.append("extend_over_closed: Kafka Streams extends session %s back to %s@%d, over the closed "
-                         "session %s it does not see any more (overlapping sessions)" % (
-                             [(x[0], x[1]) for x in found], k, t,
-                             [(x[0], x[1]) for x in store[k] if x[5] and t <= x[1] < min(y[0] for y in found)]))
-        elif found and t < min(x[0] for x in found) and t + 1 + gap + grace <= min(x[4] for x in found):
-            notes.append("extend_back: Kafka Streams extends session %s back to %s@%d, a time already closed "
-                         "when that session began" % ([(x[0], x[1]) for x in found], k, t))
+        if found and t < min(x[0] for x in found) and t + 1 + gap + grace <= stream_time:
+            if any(x[4] and x[0] == t for x in store[k]):
+                notes.append("start_collision: Kafka Streams extends %s back to %s@%d, where the closed session "
+                             "%s starts (stoatflow drops it)" % ([(x[0], x[1]) for x in found], k, t,
+                                                                 [(x[0], x[1]) for x in store[k] if x[4] and x[0] == t]))
+            elif t + 1 + retention + gap <= stream_time:
+                notes.append("beyond_memory: Kafka Streams extends %s back to %s@%d, more than retention + gap "
+                             "behind W = %d (stoatflow drops it)" % ([(x[0], x[1]) for x in found], k, t, stream_time))
         for x in found:
             store[k].remove(x)
-        store[k].append([first, last, 1 + sum(x[2] for x in found), a + sum(x[3] for x in found),
-                         min([stream_time] + [x[4] for x in found]), False])
+        store[k].append([first, last, 1 + sum(x[2] for x in found), a + sum(x[3] for x in found), False])
         store_time = max(store_time, last)
     for kk, ss in store.items():  # the sentinel closes everything
         for x in ss:
-            if not x[5]:
+            if not x[4]:
                 out[(kk, x[0], x[1] + 1, x[2], x[3])] += 1
     return out, notes
 
 
-def stoatflow_session_model(recs, gap, grace):
+def stoatflow_session_model(recs, gap, grace, retention=None):
     """stoatflow per SPEC 4 and README "Grace, closing and late records", one partition, no
-    restart: open sessions only; a record within gap of open sessions joins (merges) them, unless
-    it extends them backwards over the last record of a closed session of the key, or to a time
-    already closed (t + 1 + gap + grace <= W) when the open session began; else a new session
-    [t, t] unless that is closed (W >= t + 1 + gap + grace)."""
+    restart: a record joins (merges) every open session of its key within gap, even when its own
+    [t, t] is closed (extending the session backwards, also over closed sessions of the key);
+    such a backward extension is dropped (late_session) only if it would start exactly where a
+    closed session of the key starts (the sink row is (key, window_start)), or reaches back so far
+    that the closed sessions there are forgotten (t + 1 + retention + gap <= W). A record near no
+    open session starts [t, t] unless that is closed (W >= t + 1 + gap + grace)."""
+    if retention is None:
+        retention = gap + grace
     w = None
-    open_ = collections.defaultdict(list)  # key -> [first, last, count, sum, began_w]
-    closed_last = {}
+    open_ = collections.defaultdict(list)  # key -> [first, last, count, sum]
+    closed_starts = collections.defaultdict(set)
     out = collections.Counter()
     for k, t, a in recs:
         w = t if w is None else max(w, t)
@@ -197,21 +217,21 @@ def stoatflow_session_model(recs, gap, grace):
             for x in list(ss):
                 if w >= x[1] + 1 + gap + grace:
                     out[(kk, x[0], x[1] + 1, x[2], x[3])] += 1
-                    closed_last[kk] = max(closed_last.get(kk, x[1]), x[1])
+                    closed_starts[kk].add(x[0])
                     ss.remove(x)
+        own_closed = w >= t + 1 + gap + grace
         found = [x for x in open_[k] if x[0] - gap <= t <= x[1] + gap]
-        if found:
-            earliest = min(found, key=lambda x: x[0])  # survives the merge, with its floor
-            if t < earliest[0]:
-                if t <= closed_last.get(k, t - 1) or t + 1 + gap + grace <= earliest[4]:
-                    continue
-            for x in found:
-                open_[k].remove(x)
-            open_[k].append([min([t] + [x[0] for x in found]), max([t] + [x[1] for x in found]),
-                             1 + sum(x[2] for x in found), a + sum(x[3] for x in found),
-                             earliest[4]])
-        elif w < t + 1 + gap + grace:
-            open_[k].append([t, t, 1, a, w])
+        if not found:
+            if not own_closed:
+                open_[k].append([t, t, 1, a])
+            continue
+        if t < min(x[0] for x in found) and own_closed and (
+                t in closed_starts[k] or w >= t + 1 + retention + gap):
+            continue
+        for x in found:
+            open_[k].remove(x)
+        open_[k].append([min([t] + [x[0] for x in found]), max([t] + [x[1] for x in found]),
+                         1 + sum(x[2] for x in found), a + sum(x[3] for x in found)])
     for kk, ss in open_.items():
         for x in ss:
             out[(kk, x[0], x[1] + 1, x[2], x[3])] += 1

@@ -33,6 +33,7 @@ import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.processor.TimestampExtractor;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.internals.RocksDbTimeOrderedSessionBytesStoreSupplier;
 
 /**
  * The seed's Kafka Streams topology, for side-by-side runs with stoatflow.
@@ -51,7 +52,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *           --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS
  *                  | session GAP_MS GRACE_MS     (repeatable)
  *           [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID]
- *           [--state-dir DIR] [--no-changelog]
+ *           [--state-dir DIR] [--no-changelog] [--keep-until-emitted]
  * </pre>
  *
  * Every input topic is a sub-topology of its own, hence a task of its own with its own stream time
@@ -61,6 +62,17 @@ import org.apache.kafka.streams.state.WindowStore;
  * passed, or when it has read at least one record and none for --idle-seconds, or when it has
  * read --expect-records records in all and nothing for a second. --no-changelog: state stores
  * without changelog topics (not fault tolerant; fewer topics to create for short runs).
+ *
+ * <p>--keep-until-emitted: with its default stores, Kafka Streams 4.1's onWindowClose loses final
+ * results when stream time moves far in one step. The aggregation puts the record into the store
+ * first (which advances the store's own clock and expires what lies beyond its retention) and only
+ * then fetches the closed windows to emit: a time window is fetched only while its start is within
+ * retention (size + grace) of the newest window start put, and a session only while the store
+ * segment (60 s or retention / 2) holding its end is alive, so a window that closes and expires
+ * in the same step is never emitted. The flag gives the time-window stores a retention of 365 days
+ * (no effect on results: records are judged late by grace alone) and the session stores their
+ * default retention (gap + grace, which decides which sessions a record can merge with) in one
+ * segment that never expires. State is then never expired: for test streams only.
  */
 public final class KsWindows {
     /** count + sum(amount): the aggregate, 16 bytes on the wire. */
@@ -155,11 +167,31 @@ public final class KsWindows {
         return changelog ? m : m.withLoggingDisabled();
     }
 
+    /** Retention of the time-window stores under --keep-until-emitted. */
+    static final Duration KEEP_TIME_WINDOWS = Duration.ofDays(365);
+
+    /**
+     * Kafka Streams' session store for onWindowClose (time ordered, indexed) with the default
+     * retention, but one segment for all times after 1970 (100 years), so no session is expired
+     * before it is emitted: retention still bounds which sessions a new record can see.
+     */
+    static final class OneSegmentSessionStore extends RocksDbTimeOrderedSessionBytesStoreSupplier {
+        OneSegmentSessionStore(String name, long retentionMs) {
+            super(name, retentionMs, true);
+        }
+
+        @Override
+        public long segmentIntervalMs() {
+            return 100L * 365 * 86_400_000L;
+        }
+    }
+
     static void usage(String why) {
         System.err.println("KsWindows: " + why);
         System.err.println("usage: KsWindows --bootstrap HOST:PORT --output TOPIC --input TOPIC[,TOPIC...]\n"
                 + "    --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS | session GAP_MS GRACE_MS\n"
-                + "    [--window ...] [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID] [--state-dir DIR] [--no-changelog]");
+                + "    [--window ...] [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID] [--state-dir DIR]\n"
+                + "    [--no-changelog] [--keep-until-emitted]");
         System.exit(2);
     }
 
@@ -182,6 +214,7 @@ public final class KsWindows {
         String appId = "stoatflow-peer-" + ProcessHandle.current().pid() + "-" + System.currentTimeMillis();
         String stateDir = null;
         boolean changelog = true;
+        boolean keepUntilEmitted = false;
         try {
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
@@ -200,6 +233,7 @@ public final class KsWindows {
                     case "--app-id" -> appId = args[++i];
                     case "--state-dir" -> stateDir = args[++i];
                     case "--no-changelog" -> changelog = false;
+                    case "--keep-until-emitted" -> keepUntilEmitted = true;
                     case "--window" -> {
                         String kind = args[++i];
                         switch (kind) {
@@ -273,6 +307,9 @@ public final class KsWindows {
                 String store = "agg-" + topic + "-" + spec.label();
                 KStream<String, String> out;
                 if (spec.kind().equals("session")) {
+                    Materialized<String, Agg, SessionStore<Bytes, byte[]>> m = keepUntilEmitted
+                            ? Materialized.<String, Agg>as(new OneSegmentSessionStore(store, spec.size() + spec.grace()))
+                            : Materialized.<String, Agg, SessionStore<Bytes, byte[]>>as(store);
                     out = grouped
                             .windowedBy(SessionWindows.ofInactivityGapAndGrace(Duration.ofMillis(spec.size()),
                                     Duration.ofMillis(spec.grace())))
@@ -280,8 +317,7 @@ public final class KsWindows {
                             .aggregate(() -> new Agg(0, 0),
                                     (k, v, agg) -> agg.add(jsonLong(v, "amount")),
                                     (k, a, b) -> a.merge(b),
-                                    logging(Materialized.<String, Agg, SessionStore<Bytes, byte[]>>as(store)
-                                            .withKeySerde(Serdes.String()).withValueSerde(aggSerde), changelog))
+                                    logging(m.withKeySerde(Serdes.String()).withValueSerde(aggSerde), changelog))
                             .toStream()
                             .filter((w, agg) -> agg != null)
                             .map((Windowed<String> w, Agg agg) -> KeyValue.pair(w.key(),
@@ -292,12 +328,16 @@ public final class KsWindows {
                     if (spec.kind().equals("hopping")) {
                         windows = windows.advanceBy(Duration.ofMillis(spec.advance()));
                     }
+                    Materialized<String, Agg, WindowStore<Bytes, byte[]>> m =
+                            Materialized.<String, Agg, WindowStore<Bytes, byte[]>>as(store);
+                    if (keepUntilEmitted) {
+                        m = m.withRetention(KEEP_TIME_WINDOWS);
+                    }
                     out = grouped.windowedBy(windows)
                             .emitStrategy(EmitStrategy.onWindowClose())
                             .aggregate(() -> new Agg(0, 0),
                                     (k, v, agg) -> agg.add(jsonLong(v, "amount")),
-                                    logging(Materialized.<String, Agg, WindowStore<Bytes, byte[]>>as(store)
-                                            .withKeySerde(Serdes.String()).withValueSerde(aggSerde), changelog))
+                                    logging(m.withKeySerde(Serdes.String()).withValueSerde(aggSerde), changelog))
                             .toStream()
                             .filter((w, agg) -> agg != null)
                             .map((Windowed<String> w, Agg agg) -> KeyValue.pair(w.key(),
@@ -317,7 +357,7 @@ public final class KsWindows {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> streams.close(Duration.ofSeconds(20))));
         long t0 = System.nanoTime();
         streams.start();
-                String why = "run-seconds";
+        String why = "run-seconds";
         while (true) {
             Thread.sleep(100);
             long now = System.nanoTime();
