@@ -45,10 +45,11 @@ EXAMPLES = {
     # it (its sink row is (key, window_start)); Kafka Streams emits [0 s] count 1 and [0 s, 25 s]
     # count 2
     "example_start_collision": [("a", 0, 1), ("x", 41, 0), ("a", 25, 2), ("a", 0, 4)],
-    # by design: an extension reaching back more than retention + gap (70 s) behind W: the open
-    # [100 s, 175 s] at W = 175 s; a@80 (80 s + 1 ms + 70 s <= 175 s) is dropped by stoatflow, which
-    # no longer remembers which closed sessions started there; Kafka Streams gives [80 s, 175 s]
-    "example_beyond_memory": [("a", 100, 1), ("a", 125, 2), ("a", 150, 4), ("a", 175, 8), ("a", 80, 16)],
+    # by design: an extension below what stoatflow may have forgotten when the session began (its
+    # floor, W - 1 ms - retention - gap then). x@200 s; a@170 s starts [170 s] (floor 129.999 s);
+    # a@141 s extends it to [141 s, 170 s]; a@129 s is within gap but at the floor: stoatflow drops
+    # it, [141 s, 170 s] count 2; Kafka Streams gives [129 s, 170 s] count 3
+    "example_beyond_memory": [("x", 200, 0), ("a", 170, 1), ("a", 141, 2), ("a", 129, 4)],
     # by design (Kafka Streams' edge): at W = 40 s, [0 s] ends exactly at W - gap - grace: open in
     # both, but Kafka Streams' findSessions no longer returns it, so a@20 starts a session of its
     # own there: Kafka Streams [0 s] and [20 s], stoatflow [0 s, 20 s] count 2
@@ -185,7 +186,8 @@ def ks_session_model(recs, gap, grace, retention=None):
                                                                  [(x[0], x[1]) for x in store[k] if x[4] and x[0] == t]))
             elif t + 1 + retention + gap <= stream_time:
                 notes.append("beyond_memory: Kafka Streams extends %s back to %s@%d, more than retention + gap "
-                             "behind W = %d (stoatflow drops it)" % ([(x[0], x[1]) for x in found], k, t, stream_time))
+                             "behind W = %d (stoatflow drops it if that is at or below the session's floor or "
+                             "a forgotten closed session)" % ([(x[0], x[1]) for x in found], k, t, stream_time))
         for x in found:
             store[k].remove(x)
         store[k].append([first, last, 1 + sum(x[2] for x in found), a + sum(x[3] for x in found), False])
@@ -200,16 +202,18 @@ def ks_session_model(recs, gap, grace, retention=None):
 def stoatflow_session_model(recs, gap, grace, retention=None):
     """stoatflow per SPEC 4 and README "Grace, closing and late records", one partition, no
     restart: a record joins (merges) every open session of its key within gap, even when its own
-    [t, t] is closed (extending the session backwards, also over closed sessions of the key);
-    such a backward extension is dropped (late_session) only if it would start exactly where a
-    closed session of the key starts (the sink row is (key, window_start)), or reaches back so far
-    that the closed sessions there are forgotten (t + 1 + retention + gap <= W). A record near no
-    open session starts [t, t] unless that is closed (W >= t + 1 + gap + grace)."""
+    [t, t] is closed (extending the session backwards, also over closed sessions of the key). Such
+    a backward extension is dropped (late_session) when it would start exactly where a remembered
+    closed session of the key starts (the sink row is (key, window_start)), at or below the last
+    record of a forgotten one (closed sessions are remembered until W >= last + 1 + retention +
+    gap), or at or below the session's floor (W - 1 - retention - gap when it began: what could
+    have been forgotten then). A record near no open session starts [t, t] unless that is closed
+    (W >= t + 1 + gap + grace)."""
     if retention is None:
         retention = gap + grace
     w = None
-    open_ = collections.defaultdict(list)  # key -> [first, last, count, sum]
-    closed_starts = collections.defaultdict(set)
+    open_ = collections.defaultdict(list)  # key -> [first, last, count, sum, floor]
+    closed = collections.defaultdict(list)  # key -> [(first, last)]
     out = collections.Counter()
     for k, t, a in recs:
         w = t if w is None else max(w, t)
@@ -217,21 +221,28 @@ def stoatflow_session_model(recs, gap, grace, retention=None):
             for x in list(ss):
                 if w >= x[1] + 1 + gap + grace:
                     out[(kk, x[0], x[1] + 1, x[2], x[3])] += 1
-                    closed_starts[kk].add(x[0])
+                    closed[kk].append((x[0], x[1]))
                     ss.remove(x)
         own_closed = w >= t + 1 + gap + grace
         found = [x for x in open_[k] if x[0] - gap <= t <= x[1] + gap]
         if not found:
             if not own_closed:
-                open_[k].append([t, t, 1, a])
+                open_[k].append([t, t, 1, a, w - 1 - retention - gap])
             continue
-        if t < min(x[0] for x in found) and own_closed and (
-                t in closed_starts[k] or w >= t + 1 + retention + gap):
-            continue
+        earliest = min(found, key=lambda x: x[0])
+        if t < earliest[0] and own_closed:
+            refused = t <= earliest[4]
+            for first, last in closed[k]:
+                if first >= earliest[0]:
+                    continue
+                forgotten = w >= last + 1 + retention + gap
+                refused = refused or (t <= last if forgotten else t == first)
+            if refused:
+                continue
         for x in found:
             open_[k].remove(x)
         open_[k].append([min([t] + [x[0] for x in found]), max([t] + [x[1] for x in found]),
-                         1 + sum(x[2] for x in found), a + sum(x[3] for x in found)])
+                         1 + sum(x[2] for x in found), a + sum(x[3] for x in found), earliest[4]])
     for kk, ss in open_.items():
         for x in ss:
             out[(kk, x[0], x[1] + 1, x[2], x[3])] += 1

@@ -198,7 +198,8 @@ rootLogger.appenderRef.err.ref = STDERR
 EOF
     local cluster_id
     cluster_id=$(python3 -c 'import base64, uuid; print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
-    if ! _kafka_tool kafka.tools.StorageTool format -t "$cluster_id" -c "$d/server.properties" \
+    # (joined to its option: an id starting with "-", 1 in 64, would read as an option)
+    if ! _kafka_tool kafka.tools.StorageTool format --cluster-id="$cluster_id" -c "$d/server.properties" \
         >"$d/format.log" 2>&1; then
         cat "$d/format.log" >&2
         _kafka_broker_log "could not format the KRaft log dir $d/data"
