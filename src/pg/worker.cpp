@@ -607,8 +607,12 @@ private:
         std::size_t n = 0;
         try {
             n = consumer_->partitions(topic_, kKafkaTimeoutMs).size();
-        } catch (const Error&) {
-            return false;  // broker trouble is reported by the consume path
+        } catch (const Error& e) {
+            // Also the probe for a broker that hangs (port open, no answer): librdkafka's
+            // fetches then just wait, and nothing else would show it.
+            last_kafka_error_ = e.what();
+            last_error_at_ = now;
+            return false;
         }
         if (n <= partitions_) return false;
         const std::string msg = "topic " + topic_ + " grew from " + std::to_string(partitions_) + " to " +

@@ -4,7 +4,7 @@
 # and started again (log recovery, same port, same data); after chunk 4 it is SIGSTOPped
 # for 30 s (BROKER_PAUSE_S): the port stays open and nothing answers, so the client sees
 # timeouts, not "connection refused". Meanwhile wait_caught_up must honour its timeout, the
-# worker must stay, PostgreSQL must not crash; the status seen is logged. Afterwards the sink
+# worker must stay, PostgreSQL must not crash; the status must turn 'error' during the hang. Afterwards the sink
 # must end equal to the independent computation and the source 'running'.
 # With the mock broker (which has no process to kill and keep the data of) it is skipped.
 set -euo pipefail
@@ -51,11 +51,17 @@ for ((c = 1; c < NCHUNKS; c++)); do
             -c "SELECT stoatflow.wait_caught_up('$SOURCE', '$WAIT_TIMEOUT_S seconds')" 2>"$WORK/wait.err") ||
             { cat "$WORK/wait.err" >&2; fail "wait_caught_up with the broker paused did not return within ${WAIT_BOUND_S}s"; }
         log "wait_caught_up('$WAIT_TIMEOUT_S seconds') with the broker paused: $r after $(($(date +%s) - t))s"
+        hung_shown=
         while (($(date +%s) - t0 < PAUSE_S)); do
             sleep 5
             [ -n "$(worker_pid)" ] || fail "no source worker while the broker is paused"
-            log "paused $(($(date +%s) - t0))s: committed $(committed) of $PRODUCED, source $(source_status)"
+            st=$(source_status)
+            log "paused $(($(date +%s) - t0))s: committed $(committed) of $PRODUCED, source $st"
+            [[ -n $hung_shown || $st != error\|?* ]] || hung_shown=$(($(date +%s) - t0))
         done
+        # The worker probes the broker every 10 s (2 s timeout): a hang shows within ~12 s.
+        [ -n "$hung_shown" ] || fail "the hung broker never showed as status 'error' in ${PAUSE_S}s"
+        log "the hung broker showed as status 'error' after ${hung_shown}s" 
         kafka_broker_resume || fail "kafka_broker_resume failed"
         log "broker resumed; worker pid $(worker_pid)"
     fi
