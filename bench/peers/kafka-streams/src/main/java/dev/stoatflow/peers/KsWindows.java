@@ -51,7 +51,7 @@ import org.apache.kafka.streams.state.WindowStore;
  *           --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS
  *                  | session GAP_MS GRACE_MS     (repeatable)
  *           [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID]
- *           [--state-dir DIR] [--no-changelog]
+ *           [--state-dir DIR] [--no-changelog] [--config KEY=VALUE]...
  * </pre>
  *
  * Every input topic is a sub-topology of its own, hence a task of its own with its own stream time
@@ -61,6 +61,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * passed, or when it has read at least one record and none for --idle-seconds, or when it has
  * read --expect-records records in all and nothing for a second. --no-changelog: state stores
  * without changelog topics (not fault tolerant; fewer topics to create for short runs).
+ * --config KEY=VALUE (repeatable): a Kafka Streams setting applied last, over the program's own
+ * (e.g. processing.guarantee=exactly_once_v2, statestore.cache.max.bytes=10485760).
  */
 public final class KsWindows {
     /** count + sum(amount): the aggregate, 16 bytes on the wire. */
@@ -159,7 +161,8 @@ public final class KsWindows {
         System.err.println("KsWindows: " + why);
         System.err.println("usage: KsWindows --bootstrap HOST:PORT --output TOPIC --input TOPIC[,TOPIC...]\n"
                 + "    --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS | session GAP_MS GRACE_MS\n"
-                + "    [--window ...] [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID] [--state-dir DIR] [--no-changelog]");
+                + "    [--window ...] [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID] [--state-dir DIR] [--no-changelog]\n"
+                + "    [--config KEY=VALUE]...");
         System.exit(2);
     }
 
@@ -182,6 +185,7 @@ public final class KsWindows {
         String appId = "stoatflow-peer-" + ProcessHandle.current().pid() + "-" + System.currentTimeMillis();
         String stateDir = null;
         boolean changelog = true;
+        List<String[]> extraConfig = new ArrayList<>();
         try {
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
@@ -200,6 +204,14 @@ public final class KsWindows {
                     case "--app-id" -> appId = args[++i];
                     case "--state-dir" -> stateDir = args[++i];
                     case "--no-changelog" -> changelog = false;
+                    case "--config" -> {
+                        String kv = args[++i];
+                        int eq = kv.indexOf('=');
+                        if (eq <= 0) {
+                            usage("--config wants KEY=VALUE, got " + kv);
+                        }
+                        extraConfig.add(new String[] {kv.substring(0, eq), kv.substring(eq + 1)});
+                    }
                     case "--window" -> {
                         String kind = args[++i];
                         switch (kind) {
@@ -251,6 +263,9 @@ public final class KsWindows {
         // (internal setting, default 1000 ms): with the default, a stream read in under a second
         // would never emit its last closed windows. 0: check after every record.
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
+        for (String[] kv : extraConfig) {
+            props.put(kv[0], kv[1]);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         AggSerde aggSerde = new AggSerde();
