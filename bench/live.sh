@@ -111,7 +111,7 @@ report=$(sort -n <<<"$stats" | awk -v rate="$RATE" -v secs="$SECS" -v prod="$(be
     }')
 echo "$report"
 mkdir -p "$repo/bench/results"
-md=$repo/bench/results/live-$(date +%Y%m%d-%H%M%S)-$BENCH_BROKER$([ "${SMOKE:-0}" = 1 ] && echo -smoke).md
+md=$repo/bench/results/live-$(date +%Y%m%d-%H%M%S)-$BENCH_BROKER$([ "${SMOKE:-0}" = 1 ] && echo -smoke || true).md
 {
     echo "# stoatflow live load, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo

@@ -229,7 +229,7 @@ done
 
 runtime=$(bench_diff "$run_started" "$(bench_now)")
 mkdir -p "$repo/bench/results"
-md=$repo/bench/results/ks-perf-$(date +%Y%m%d-%H%M%S)$([ "$SMOKE" = 1 ] && echo -smoke).md
+md=$repo/bench/results/ks-perf-$(date +%Y%m%d-%H%M%S)$([ "$SMOKE" = 1 ] && echo -smoke || true).md
 meta=$work/meta.tsv
 {
     printf 'date\t%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
