@@ -74,6 +74,8 @@ done
 for tool in java mvn kcat python3 /usr/bin/time; do command -v "$tool" >/dev/null || bench_die "$tool not found"; done
 [ -f "$(pg_config --pkglibdir)/stoatflow.so" ] || bench_die "stoatflow is not installed: make && make install"
 run_started=$(bench_now)
+so_file=$(pg_config --pkglibdir)/stoatflow.so
+so_sha=$(sha256sum "$so_file" | cut -c1-12)
 
 # ---- KsWindows (again when a source changed) ----
 stamp=$HERE/target/.built
@@ -237,7 +239,7 @@ meta=$work/meta.tsv
     printf 'broker\t%s\n' "$(bench_broker_describe); $P partitions per topic"
     printf 'kafka_streams\t%s\n' "Kafka Streams $(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$HERE/pom.xml") (KsWindows, $(java -version 2>&1 | head -n1), heap $PERF_KS_HEAP; extra config: ${PERF_KS_CONFIG:-none})"
     printf 'postgres\t%s\n' "$(sql_val 'SELECT version()')"
-    printf 'stoatflow\t%s\n' "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'); synchronous_commit=on, stoatflow.commit_interval=1000"
+    printf 'stoatflow\t%s\n' "stoatflow.so sha256 $so_sha$([ "$(sha256sum "$so_file" | cut -c1-12)" = "$so_sha" ] || echo ' (REINSTALLED during the run: repetitions may mix builds)'); repository HEAD $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'); synchronous_commit=on, stoatflow.commit_interval=1000"
     printf 'runtime\t%s s\n' "$runtime"
     for s in $PERF_SHAPES; do
         printf 'shape_%s\t%s events, %s keys x %s events over %s min, %s-ms tumbling windows, grace 0\n' \
