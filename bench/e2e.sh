@@ -3,8 +3,11 @@
 #
 #   bench/e2e.sh                 # default size (BENCH_SCALE=1: 100,000 keys), 3 repetitions
 #   SMOKE=1 bench/e2e.sh         # tiny run (2,000 keys, 1 repetition): seconds
+#   BENCH_BROKER=kafka BENCH_EVENTS=10000000 BENCH_WORKLOADS=dense bench/e2e.sh
+#                                # against Apache Kafka (test/kafka/broker), 10 M events, 8 partitions
 #
-# Each workload is measured, in the same run and against the same mock Kafka topic, three ways:
+# Each workload is measured, in the same run and against the same Kafka topic (the mock
+# cluster by default, Apache Kafka with BENCH_BROKER=kafka), three ways:
 #   (a) raw consume  build/stoatflow-raw-consume: librdkafka batch consumer that reads every
 #                    event and discards it (the ceiling);
 #   (b) stoatflow    create_source + create_aggregation (one transaction) until
@@ -39,13 +42,20 @@
 # repetition the stoatflow sink and the plain-SQL rollup are compared row by row.
 #
 # Environment:
+#   BENCH_BROKER=mock    mock: librdkafka's mock cluster (build/stoatflow-mock-broker, no JVM);
+#                        kafka: Apache Kafka 4.x, single node KRaft on 127.0.0.1, started and
+#                        stopped by this script (test/kafka/broker/kafka_broker.sh: java, mvn once)
 #   BENCH_SCALE=1        key count = 100,000 x scale (events per key and per key-window fixed:
 #                        the sizes shrink uniformly and the densities stay what the issue says)
+#   BENCH_EVENTS         instead of BENCH_SCALE: about this many events per data set (the key
+#                        count follows from the events per key: dense 20, sparse 1.5 x minutes;
+#                        at most 1,000,000 keys), e.g. 10000000 for a 10 M event dense run
 #   BENCH_SPARSE_MINUTES=30   event-time span of the sparse data (even, 2..60; see above)
 #   BENCH_REPS=3         repetitions (SMOKE: 1)
 #   BENCH_WORKLOADS="dense sparse hopping sparse_close"
-#   BENCH_PARTITIONS     partitions per topic (default: max(16, events / 100,000), which keeps
-#                        each partition well under the mock broker's ~5 MiB of lz4 batches)
+#   BENCH_PARTITIONS     partitions per topic (mock default: max(16, events / 100,000), which
+#                        keeps each partition well under the mock broker's ~5 MiB of lz4 batches;
+#                        kafka default: 8, what a user would choose, whatever the size)
 #   BENCH_ROLLUP_WORK_MEM=256MB   work_mem of the plain-SQL rollup session
 #   BENCH_PORT=55491     BENCH_KEEP=1 (keep the work directory)   BENCH_BUILD=1 (make install first)
 #   BENCH_TMP=/tmp       where the work directory (data files, PostgreSQL cluster) goes
@@ -57,8 +67,6 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 # shellcheck source=bench/lib/common.sh
 source bench/lib/common.sh
-# shellcheck source=test/kafka/mock_broker.sh
-source test/kafka/mock_broker.sh
 
 SMOKE=${SMOKE:-0}
 if [ "$SMOKE" = 1 ]; then
@@ -75,6 +83,8 @@ KCAT_TIMEOUT=${BENCH_KCAT_TIMEOUT:-1800}
 run_started=$(bench_now)
 
 KEYS=$(awk -v s="$BENCH_SCALE" 'BEGIN { k = int(100000 * s + 0.5); print (k < 100 ? 100 : k) }')
+BENCH_EVENTS=${BENCH_EVENTS:-}
+[[ -z $BENCH_EVENTS || $BENCH_EVENTS =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_EVENTS must be a positive integer"
 [[ $BENCH_REPS =~ ^[1-9][0-9]*$ ]] || bench_die "BENCH_REPS must be a positive integer"
 for wl in $BENCH_WORKLOADS; do
     case $wl in dense | sparse | hopping | sparse_close) ;; *) bench_die "unknown workload $wl (dense, sparse, hopping, sparse_close)" ;; esac
@@ -101,6 +111,7 @@ fi
 cmake --build "$BUILD_DIR" --target stoatflow-mock-broker stoatflow-raw-consume -- -s >/dev/null ||
     bench_die "cannot build stoatflow-mock-broker / stoatflow-raw-consume in $BUILD_DIR"
 MOCK_BROKER=$BUILD_DIR/stoatflow-mock-broker
+export MOCK_BROKER
 RAW_CONSUME=$BUILD_DIR/stoatflow-raw-consume
 
 # --- work directory, cleanup -------------------------------------------------------------------
@@ -115,7 +126,7 @@ SPARSE_MINUTES=${BENCH_SPARSE_MINUTES:-30}
 declare -A MINUTES=([dense]=60 [sparse]=$SPARSE_MINUTES)
 declare -A PER_KEY=([dense]=20 [sparse]=$((SPARSE_MINUTES * 3 / 2)))
 declare -A DATASET=([dense]=dense [sparse]=sparse [hopping]=dense [sparse_close]=sparse)
-declare -A EVENTS PARTS
+declare -A EVENTS PARTS KEYS_OF
 datasets=()
 for wl in $BENCH_WORKLOADS; do
     ds=${DATASET[$wl]}
@@ -123,28 +134,39 @@ for wl in $BENCH_WORKLOADS; do
 done
 topics=()
 for ds in "${datasets[@]}"; do
-    ev=$((KEYS * PER_KEY[$ds]))
+    k=$KEYS
+    if [ -n "$BENCH_EVENTS" ]; then
+        k=$(((BENCH_EVENTS + PER_KEY[$ds] / 2) / PER_KEY[$ds]))
+        ((k >= 100 && k <= 1000000)) || bench_die "BENCH_EVENTS=$BENCH_EVENTS gives $k keys for $ds (100..1,000,000)"
+    fi
+    KEYS_OF[$ds]=$k
+    ev=$((k * PER_KEY[$ds]))
     EVENTS[$ds]=$ev
-    PARTS[$ds]=${BENCH_PARTITIONS:-$(((ev + 99999) / 100000 < 16 ? 16 : (ev + 99999) / 100000))}
+    if [ "$BENCH_BROKER" = kafka ]; then
+        PARTS[$ds]=${BENCH_PARTITIONS:-8}
+    else
+        PARTS[$ds]=${BENCH_PARTITIONS:-$(((ev + 99999) / 100000 < 16 ? 16 : (ev + 99999) / 100000))}
+    fi
     topics+=("events_$ds:${PARTS[$ds]}")
 done
 
-bench_log "work directory $work; scale $BENCH_SCALE ($KEYS keys), $BENCH_REPS repetition(s), workloads: $BENCH_WORKLOADS"
+bench_log "work directory $work; broker $BENCH_BROKER; $(if [ -n "$BENCH_EVENTS" ]; then echo "BENCH_EVENTS=$BENCH_EVENTS"; else echo "scale $BENCH_SCALE ($KEYS keys)"; fi), $BENCH_REPS repetition(s), workloads: $BENCH_WORKLOADS"
 for ds in "${datasets[@]}"; do
-    bench_log "generating $ds data: $KEYS keys x ${PER_KEY[$ds]} events over ${MINUTES[$ds]} min, ${PARTS[$ds]} partitions"
-    python3 bench/gen_events.py "$work/data-$ds" --keys "$KEYS" --events-per-key "${PER_KEY[$ds]}" \
+    bench_log "generating $ds data: ${KEYS_OF[$ds]} keys x ${PER_KEY[$ds]} events over ${MINUTES[$ds]} min, ${PARTS[$ds]} partitions"
+    python3 bench/gen_events.py "$work/data-$ds" --keys "${KEYS_OF[$ds]}" --events-per-key "${PER_KEY[$ds]}" \
         --partitions "${PARTS[$ds]}" --minutes "${MINUTES[$ds]}" >&2
 done
 
-mock_broker_start "${topics[@]}"
-bench_log "mock Kafka at $KAFKA_BROKERS (topics ${topics[*]})"
+bench_broker_start "${topics[@]}"
+bench_log "$BENCH_BROKER Kafka at $KAFKA_BROKERS (topics ${topics[*]})"
 for ds in "${datasets[@]}"; do
     t0=$(bench_now)
     for ((p = 0; p < PARTS[$ds]; p++)); do
         timeout "$KCAT_TIMEOUT" kcat -P -q -b "$KAFKA_BROKERS" -t "events_$ds" -p "$p" -z lz4 \
             <"$work/data-$ds/p$p.jsonl" || bench_die "producing partition $p of events_$ds failed"
     done
-    # Nothing dropped by the mock's ~5 MiB per partition: low watermark 0, high = lines produced.
+    # Nothing dropped (the mock keeps ~5 MiB per partition; Apache Kafka's retention is by time
+    # and size): low watermark 0, high = lines produced.
     hi=() lo=()
     for ((p = 0; p < PARTS[$ds]; p++)); do hi+=(-t "events_$ds:$p:-1"); lo+=(-t "events_$ds:$p:-2"); done
     timeout 60 kcat -Q -b "$KAFKA_BROKERS" "${hi[@]}" >"$work/hi-$ds" || bench_die "kcat -Q failed"
@@ -408,7 +430,7 @@ SQL
 for wl in $BENCH_WORKLOADS; do
     ds=${DATASET[$wl]}
     note "$wl" events "${EVENTS[$ds]}"
-    note "$wl" keys "$KEYS"
+    note "$wl" keys "${KEYS_OF[$ds]}"
     note "$wl" minutes "${MINUTES[$ds]}"
     note "$wl" partitions "${PARTS[$ds]}"
     note "$wl" title "${TITLE[$wl]}"
@@ -427,9 +449,9 @@ fi
 note _run date "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 note _run machine "$(nproc) CPUs ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM"
 note _run postgres "$(sql_val 'SELECT version()')"
-note _run librdkafka "$(dpkg-query -W -f '${Version}' librdkafka-dev 2>/dev/null || echo '?'), mock cluster (stoatflow-mock-broker), topics produced with kcat -z lz4"
+note _run broker "$(bench_broker_describe); topics produced with kcat -z lz4"
 note _run settings "shared_buffers=1GB synchronous_commit=on max_wal_size=4GB checkpoint_timeout=30min stoatflow.commit_interval=1000; plain-SQL rollup work_mem=$BENCH_ROLLUP_WORK_MEM; CHECKPOINT before (b) and (c)"
-note _run scale "BENCH_SCALE=$BENCH_SCALE: $KEYS keys$(if [ "$SMOKE" = 1 ]; then echo ' (SMOKE)'; fi)"
+note _run scale "$(if [ -n "$BENCH_EVENTS" ]; then echo "BENCH_EVENTS=$BENCH_EVENTS"; else echo "BENCH_SCALE=$BENCH_SCALE: $KEYS keys"; fi)$(if [ "$SMOKE" = 1 ]; then echo ' (SMOKE)'; fi)"
 note _run stoatflow "$so_identity (installed when the run started; repository HEAD $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
 note _run reps "$BENCH_REPS$(if [ "$BENCH_PROFILE" = 1 ]; then echo '; PROFILE run: pg_stat_statements loaded, numbers include its overhead'; fi)"
 note _run runtime "$runtime s (whole script, including data generation and produce)"
@@ -437,7 +459,7 @@ note _run runtime "$runtime s (whole script, including data generation and produ
 mkdir -p "$repo/bench/results"
 suffix=
 [ "$SMOKE" = 1 ] && suffix=-smoke
-md=$repo/bench/results/e2e-$(date +%Y%m%d-%H%M%S)$suffix.md
+md=$repo/bench/results/e2e-$(date +%Y%m%d-%H%M%S)-$BENCH_BROKER$suffix.md
 python3 bench/lib/report.py "$results" "$meta" "$md"
 if [ "$BENCH_PROFILE" = 1 ]; then
     { echo "## Where stoatflow's worker spends its statement time (pg_stat_statements, track = all)"

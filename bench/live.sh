@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Commit latency under a steady load (issue 5, sink and state cost). Events are produced into
-# the mock Kafka at a fixed rate while a caught-up stoatflow source consumes them (1-minute
+# Kafka (the mock cluster, or Apache Kafka with BENCH_BROKER=kafka) at a fixed rate while a caught-up stoatflow source consumes them (1-minute
 # tumbling count+sum per user, on_window_update, stoatflow.commit_interval = 1 s); the
 # worker's commits during that time (stoatflow.log_commits) are summarised: latency
 # p50/p99/max, records, state rows and sink rows per commit, microseconds per state and sink
@@ -9,17 +9,17 @@
 #
 #   bash bench/live.sh           # LIVE_RATE=50000 events/s for LIVE_SECONDS=30, 100,000 keys
 #   SMOKE=1 bash bench/live.sh   # 5,000 events/s for 5 s, 1,000 keys
+#   BENCH_BROKER=kafka bash bench/live.sh   # against Apache Kafka 4.x (test/kafka/broker)
 #
 # Environment: LIVE_RATE, LIVE_SECONDS, LIVE_KEYS, LIVE_PARTITIONS (4), BENCH_PORT (55492),
-# BENCH_TMP (/tmp), BENCH_KEEP=1 (keep the work directory). Needs the extension installed
-# (make && make install) and build/stoatflow-mock-broker (cmake; see BENCHMARKS.md).
+# BENCH_BROKER=mock|kafka (see bench/lib/common.sh), BENCH_TMP (/tmp), BENCH_KEEP=1 (keep the
+# work directory). Needs the extension installed (make && make install), and for the mock
+# build/stoatflow-mock-broker (cmake; see BENCHMARKS.md); for kafka java (and mvn once).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 # shellcheck source=bench/lib/common.sh
 source bench/lib/common.sh
-# shellcheck source=test/kafka/mock_broker.sh
-source test/kafka/mock_broker.sh
 
 if [ "${SMOKE:-0}" = 1 ]; then
     LIVE_RATE=${LIVE_RATE:-5000} LIVE_SECONDS=${LIVE_SECONDS:-5} LIVE_KEYS=${LIVE_KEYS:-1000}
@@ -33,7 +33,7 @@ EVENTS=$((RATE * SECS))
 ((EVENTS % KEYS == 0)) || bench_die "LIVE_RATE x LIVE_SECONDS must be a multiple of LIVE_KEYS"
 ((RATE % PARTS == 0)) || bench_die "LIVE_RATE must be a multiple of LIVE_PARTITIONS"
 [ -f "$(pg_config --pkglibdir)/stoatflow.so" ] || bench_die "stoatflow is not installed: make && make install"
-[ -x "${MOCK_BROKER:-$repo/build/stoatflow-mock-broker}" ] ||
+[ "$BENCH_BROKER" != mock ] || [ -x "${MOCK_BROKER:-$repo/build/stoatflow-mock-broker}" ] ||
     cmake --build "$repo/build" --target stoatflow-mock-broker -- -s >/dev/null ||
     bench_die "cannot build build/stoatflow-mock-broker"
 
@@ -48,7 +48,8 @@ for ((p = 0; p < PARTS; p++)); do
     split -l $((RATE / PARTS)) -d -a 4 "$work/data/p$p.jsonl" "$work/chunks/p$p."
 done
 
-mock_broker_start "live:$PARTS"
+bench_broker_start "live:$PARTS"
+bench_log "$BENCH_BROKER Kafka at $KAFKA_BROKERS"
 pg_start "$work" "$PORT" || bench_die "PostgreSQL did not start"
 # Each second carries 60/SECS minutes of event time per partition, and the partitions' chunks
 # arrive a little apart: allow two seconds' worth of out-of-orderness (nothing late), so
@@ -110,11 +111,12 @@ report=$(sort -n <<<"$stats" | awk -v rate="$RATE" -v secs="$SECS" -v prod="$(be
     }')
 echo "$report"
 mkdir -p "$repo/bench/results"
-md=$repo/bench/results/live-$(date +%Y%m%d-%H%M%S)$([ "${SMOKE:-0}" = 1 ] && echo -smoke).md
+md=$repo/bench/results/live-$(date +%Y%m%d-%H%M%S)-$BENCH_BROKER$([ "${SMOKE:-0}" = 1 ] && echo -smoke || true).md
 {
     echo "# stoatflow live load, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo
     echo "- machine: $(nproc) CPUs, $(sql_val 'SELECT version()')"
+    echo "- broker: $(bench_broker_describe)"
     echo "- stoatflow: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'); 1-minute tumbling count+sum, $KEYS keys, $PARTS partitions, commit_interval 1 s, max_out_of_orderness $OOO_MIN min"
     echo
     sed 's/^/- /' <<<"$report"

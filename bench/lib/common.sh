@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Helpers for bench/e2e.sh: logging, timing, a throwaway PostgreSQL 15 on a unix socket.
-# Sourced, not run. Every wait here is bounded.
+# Helpers for bench/e2e.sh, bench/live.sh and bench/peers/kafka-streams/perf.sh: logging,
+# timing, a throwaway PostgreSQL 15 on a unix socket, the Kafka broker (BENCH_BROKER), CPU
+# seconds of processes. Sourced, not run. Every wait here is bounded.
 
 bench_log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 bench_die() { bench_log "FATAL: $*"; exit 1; }
@@ -58,6 +59,63 @@ sql_tags() {
 # One value: sql_val "SELECT ..."
 sql_val() { sql -At -c "$1"; }
 
+# --- Kafka broker: BENCH_BROKER=mock|kafka ---------------------------------------------------
+# mock   librdkafka's mock cluster (build/stoatflow-mock-broker): no JVM, keeps ~5 MiB of
+#        batches per partition, so the benches spread big topics over many partitions
+# kafka  Apache Kafka 4.x, single node KRaft on 127.0.0.1 (test/kafka/broker/kafka_broker.sh;
+#        java, and mvn for the first fetch of the jars)
+# Both through test/kafka/test_broker.sh: bench_broker_start TOPIC:PARTITIONS... exports
+# KAFKA_BROKERS; bench_broker_stop is idempotent (bench_cleanup calls it).
+BENCH_BROKER=${BENCH_BROKER:-mock}
+case $BENCH_BROKER in
+mock | kafka) ;;
+*) echo "BENCH_BROKER='$BENCH_BROKER': want mock or kafka" >&2; exit 2 ;;
+esac
+_bench_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=test/kafka/test_broker.sh
+STOATFLOW_TEST_BROKER=$BENCH_BROKER source "$_bench_root/test/kafka/test_broker.sh"
+bench_broker_start() {
+    broker_check || bench_die "the $BENCH_BROKER broker cannot run here (see above)"
+    broker_start "$@" || bench_die "the $BENCH_BROKER broker did not start"
+}
+bench_broker_stop() { broker_stop >/dev/null 2>&1 || true; }
+# A line for the reports: which broker, which client library.
+bench_broker_describe() {
+    local rdk
+    rdk=$(dpkg-query -W -f '${Version}' librdkafka-dev 2>/dev/null || echo '?')
+    case $BENCH_BROKER in
+    mock) echo "librdkafka $rdk mock cluster (stoatflow-mock-broker)" ;;
+    kafka) echo "Apache Kafka $KAFKA_BROKER_VERSION, single node KRaft (test/kafka/broker; heap $KAFKA_BROKER_HEAP), client librdkafka $rdk" ;;
+    esac
+}
+# The broker's process id (the JVM, or the mock broker), for CPU accounting.
+bench_broker_pid() {
+    case $BENCH_BROKER in
+    mock) echo "${MOCK_BROKER_PID:-}" ;;
+    kafka) echo "${KAFKA_BROKER_PID:-}" ;;
+    esac
+}
+
+# --- CPU seconds ------------------------------------------------------------------------------
+BENCH_CLK_TCK=$(getconf CLK_TCK)
+# proc_cpu PID: user+system CPU seconds of one live process (its threads included).
+proc_cpu() {
+    awk -v hz="$BENCH_CLK_TCK" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+# tree_cpu PID: CPU seconds of PID, of its live children, and of its children that exited
+# (cutime + cstime): for the postmaster, the whole PostgreSQL server since it started.
+tree_cpu() {
+    local pid=$1 c
+    {
+        awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$pid/stat" 2>/dev/null
+        for c in $(pgrep -P "$pid"); do
+            awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$c/stat" 2>/dev/null
+        done
+    } | awk -v hz="$BENCH_CLK_TCK" '{ t += $1 } END { printf "%.2f\n", t / hz }'
+}
+# The postmaster's pid (PostgreSQL started by pg_start).
+pg_postmaster_pid() { head -n1 "$PG_DATA/postmaster.pid"; }
+
 # --- work directory ---------------------------------------------------------------------------
 # bench_workdir NAME: a fresh work directory (readable by user postgres) in $work, and traps
 # that stop PostgreSQL and the mock broker and remove it on any exit (BENCH_KEEP=1 keeps it).
@@ -73,7 +131,7 @@ bench_cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     pg_stop
-    mock_broker_stop >/dev/null 2>&1 || true
+    bench_broker_stop
     if [ "${BENCH_KEEP:-0}" = 1 ]; then bench_log "kept $work"; else rm -rf "$work"; fi
     exit $rc
 }

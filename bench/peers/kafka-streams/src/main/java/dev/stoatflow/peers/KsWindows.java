@@ -52,7 +52,7 @@ import org.apache.kafka.streams.state.internals.RocksDbTimeOrderedSessionBytesSt
  *           --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS
  *                  | session GAP_MS GRACE_MS     (repeatable)
  *           [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID]
- *           [--state-dir DIR] [--no-changelog] [--keep-until-emitted]
+ *           [--state-dir DIR] [--no-changelog] [--keep-until-emitted] [--config KEY=VALUE]...
  * </pre>
  *
  * Every input topic is a sub-topology of its own, hence a task of its own with its own stream time
@@ -73,6 +73,9 @@ import org.apache.kafka.streams.state.internals.RocksDbTimeOrderedSessionBytesSt
  * (no effect on results: records are judged late by grace alone) and the session stores their
  * default retention (gap + grace, which decides which sessions a record can merge with) in one
  * segment that never expires. State is then never expired: for test streams only.
+ *
+ * <p>--config KEY=VALUE (repeatable): a Kafka Streams setting applied last, over the program's own
+ * (e.g. processing.guarantee=exactly_once_v2, statestore.cache.max.bytes=10485760).
  */
 public final class KsWindows {
     /** count + sum(amount): the aggregate, 16 bytes on the wire. */
@@ -191,7 +194,7 @@ public final class KsWindows {
         System.err.println("usage: KsWindows --bootstrap HOST:PORT --output TOPIC --input TOPIC[,TOPIC...]\n"
                 + "    --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS | session GAP_MS GRACE_MS\n"
                 + "    [--window ...] [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID] [--state-dir DIR]\n"
-                + "    [--no-changelog] [--keep-until-emitted]");
+                + "    [--no-changelog] [--keep-until-emitted] [--config KEY=VALUE]...");
         System.exit(2);
     }
 
@@ -215,6 +218,7 @@ public final class KsWindows {
         String stateDir = null;
         boolean changelog = true;
         boolean keepUntilEmitted = false;
+        List<String[]> extraConfig = new ArrayList<>();
         try {
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
@@ -234,6 +238,14 @@ public final class KsWindows {
                     case "--state-dir" -> stateDir = args[++i];
                     case "--no-changelog" -> changelog = false;
                     case "--keep-until-emitted" -> keepUntilEmitted = true;
+                    case "--config" -> {
+                        String kv = args[++i];
+                        int eq = kv.indexOf('=');
+                        if (eq <= 0) {
+                            usage("--config wants KEY=VALUE, got " + kv);
+                        }
+                        extraConfig.add(new String[] {kv.substring(0, eq), kv.substring(eq + 1)});
+                    }
                     case "--window" -> {
                         String kind = args[++i];
                         switch (kind) {
@@ -285,6 +297,9 @@ public final class KsWindows {
         // (internal setting, default 1000 ms): with the default, a stream read in under a second
         // would never emit its last closed windows. 0: check after every record.
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
+        for (String[] kv : extraConfig) {
+            props.put(kv[0], kv[1]);
+        }
 
         StreamsBuilder builder = new StreamsBuilder();
         AggSerde aggSerde = new AggSerde();
