@@ -114,13 +114,14 @@ void SourcePipeline::write_state(Aggregation& agg, const std::vector<core::Windo
 // backoff; once a write succeeds, the outbox drains into the sink in that commit.
 void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out, core::Millis now) {
     const auto& layout = agg.engine->layout();
-    if (agg.sink_owed) outbox_add(agg.def.id, layout, out.deletes, out.upserts);
-    if (!agg.sink_owed && out.deletes.empty() && out.upserts.empty()) return;
-    if (agg.sink_owed && now < agg.sink_retry_at) return;
+    const bool owed = agg.sink.owed();
+    if (owed) outbox_add(agg.def.id, layout, out.deletes, out.upserts);
+    if (!owed && out.deletes.empty() && out.upserts.empty()) return;
+    if (agg.sink.waiting(now)) return;
     Oid sink = InvalidOid;
     const std::string failure = try_in_subtransaction([&] {
         sink = resolve_sink(agg.def);
-        if (agg.sink_owed) {
+        if (owed) {
             outbox_flush(agg.def, layout, sink);
         } else {
             std::vector<const core::SinkRow*> upserts;
@@ -135,20 +136,15 @@ void SourcePipeline::write_sink(Aggregation& agg, const core::CommitOutput& out,
                      {arg_int32(agg.def.id), {OIDOID, ObjectIdGetDatum(sink)}});
             agg.def.sink = sink;
         }
-        agg.sink_owed = false;
-        agg.sink_error.clear();
-        agg.sink_retry_ms = 0;
+        agg.sink.succeeded();
         return;
     }
-    if (!agg.sink_owed) outbox_add(agg.def.id, layout, out.deletes, out.upserts);
-    agg.sink_owed = true;
-    agg.sink_error = failure;
-    agg.sink_retry_ms = agg.sink_retry_ms == 0 ? kSinkRetryFirstMs : std::min(agg.sink_retry_ms * 2, kSinkRetryMaxMs);
-    agg.sink_retry_at = now + agg.sink_retry_ms;
+    if (!owed) outbox_add(agg.def.id, layout, out.deletes, out.upserts);
+    agg.sink.failed(now, failure);
     const std::string name = agg.def.name;
     pg_call([&] {
         ereport(LOG, (errmsg("stoatflow aggregation \"%s\": sink write failed, retrying in %lld ms: %s", name.c_str(),
-                             static_cast<long long>(agg.sink_retry_ms), failure.c_str())));
+                             static_cast<long long>(agg.sink.delay()), failure.c_str())));
     });
 }
 
@@ -184,7 +180,7 @@ void SourcePipeline::write_aggregation(Aggregation& agg, const CommitSnapshot::A
     for (const auto& u : out.upserts) closed_some |= u.final;
     if (closed_some)
         agg.freshness_lag = snap.w_moved_at > 0 ? std::max<core::Millis>(0, snap.now - snap.w_moved_at) : 0;
-    const std::int64_t owed = agg.sink_owed ? outbox_size(agg.def.id) : 0;
+    const std::int64_t owed = agg.sink.owed() ? outbox_size(agg.def.id) : 0;
     spi_exec(
         "UPDATE stoatflow.aggregation_progress SET emit_frontier_ms = $2, records_in = $3, "
         "dropped_late_window = $4, dropped_late_session = $5, windows_emitted = $6, "
@@ -201,7 +197,7 @@ void SourcePipeline::write_aggregation(Aggregation& agg, const CommitSnapshot::A
          arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
          arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
          arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
-         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag), arg_text(agg.sink_error),
+         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag), arg_text(agg.sink.error()),
          arg_int64(owed)});
 }
 

@@ -168,7 +168,7 @@ void SourcePipeline::restore() {
             a.state_rows = *spi_int64(0, 7);
             a.state_bytes = *spi_int64(0, 8);
         }
-        a.sink_owed = outbox_size(a.def.id) > 0;  // retried at the first commit
+        if (outbox_size(a.def.id) > 0) a.sink.owe();  // retried at the first commit
         const auto segs = load_segments(a.def.id);
         for (const auto& s : segs) a.segments[s.start] = s;
         read_window_rows(a.def, a.engine->layout(), segs,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/worker_policy.hpp"
 
 namespace stoatflow::pg {
 
@@ -127,7 +128,7 @@ public:
     // An aggregation owes its sink windows and may try again now: worth a commit of its own.
     bool sink_retry_due(core::Millis now) const {
         for (const auto& a : aggs_)
-            if (a.sink_owed && now >= a.sink_retry_at) return true;
+            if (a.sink.due(now)) return true;
         return false;
     }
     // Per aggregation: name and the memory its engine holds (estimated), for the memory limit.
@@ -144,11 +145,8 @@ public:
         core::AggregationStats base;   // counters committed before this pipeline started
         std::int64_t state_rows = 0, state_bytes = 0;
         core::Millis freshness_lag = -1;  // of the last commit that closed windows
-        // The sink failed: what it is owed waits in the outbox, retried from sink_retry_at.
-        bool sink_owed = false;
-        std::string sink_error;
-        std::int64_t sink_retry_ms = 0;
-        core::Millis sink_retry_at = 0;
+        // The sink failed: what it is owed waits in the outbox, retried with backoff.
+        SinkRetry sink;
     };
 
 private:
