@@ -95,7 +95,7 @@ void SourceWorker::step() {
     const core::Millis now = clock_.now();
     if (over_memory_limit(now)) return;
     if (partitions_added(now)) return;
-    bool progress = consume(kPollTimeoutMs, now);
+    bool progress = consume(pipeline_->path(), kPollTimeoutMs, now);
     out_of_range(now);
     // Partitions that have never delivered a record but now have some waiting hold the
     // watermark again, so a burst on one partition cannot make the others late.
@@ -106,16 +106,16 @@ void SourceWorker::step() {
             high = h;
             status_moved_ = true;
         }
-        const auto next = pipeline_->next_offsets().find(p);
-        const std::int64_t pos = next == pipeline_->next_offsets().end() ? 0 : next->second;
+        const auto next = pipeline_->path().next_offsets().find(p);
+        const std::int64_t pos = next == pipeline_->path().next_offsets().end() ? 0 : next->second;
         if (h > pos) waiting += h - pos;
-        if (h > pos && pipeline_->watermark().partition_max(p) == core::kNoTime)
-            pipeline_->watermark().data_pending(p);
+        if (h > pos && pipeline_->path().watermark().partition_max(p) == core::kNoTime)
+            pipeline_->path().watermark().data_pending(p);
     }
-    pipeline_->tick(now);
+    pipeline_->path().tick(now);
     // The idle flags are reported with the partitions: a change is worth a commit.
     for (auto& [p, high] : high_) {
-        const bool idle = pipeline_->watermark().is_idle(p);
+        const bool idle = pipeline_->path().watermark().is_idle(p);
         bool& shown = idle_shown_[p];
         if (idle != shown) {
             shown = idle;
@@ -132,34 +132,35 @@ void SourceWorker::step() {
     reload_config_if_pending();
     const core::CommitPolicy policy{commit_interval_ms, catchup_commit_interval_ms};
     const core::Millis later = clock_.now();
-    if (commit_timer_.due(policy, later, pipeline_->records_since_commit(), pipeline_->pending_changes(), waiting,
-                          pipeline_->pending_segments()) ||
+    if (commit_timer_.due(policy, later, pipeline_->path().records_since_commit(), pipeline_->path().pending_changes(), waiting,
+                          pipeline_->path().pending_segments()) ||
         pipeline_->sink_retry_due(later))
         commit(false);
 }
 
-// One batch from the consumer through the pipeline; true if records came.
-bool SourceWorker::consume(int timeout_ms, core::Millis now) {
+// One batch from the consumer through the record path; true if records came. Also what the
+// consume thread runs: it touches the consumer and the record path, nothing of PostgreSQL.
+bool SourceWorker::consume(RecordPath& path, int timeout_ms, core::Millis now) {
     return consumer_->poll(
                kPollBatch, timeout_ms,
                [&](const kafka::Message& m) {
-                   pipeline_->process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len, m.timestamp, now);
+                   path.process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len, m.timestamp, now);
                },
                [&](std::int32_t p, std::int64_t end) {
                    progress_end(p, end);
-                   pipeline_->watermark().caught_up(p, now);
-                   offsets_moved_ |= pipeline_->note_end_of_partition(p, end);
+                   path.watermark().caught_up(p, now);
+                   offsets_moved_ |= path.note_end_of_partition(p, end);
                }) > 0;
 }
 
 // The background step while a commit is written: consume on, within the bounds of one
 // commit (the next one).
-bool SourceWorker::consume_while_writing() {
-    if (pipeline_->records_since_commit() >= core::CommitPolicy::kMaxRecordsCatchingUp ||
-        pipeline_->pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp ||
-        pipeline_->pending_segments() >= core::CommitPolicy::kMaxSegmentsPerCommit)
+bool SourceWorker::consume_while_writing(RecordPath& path) {
+    if (path.records_since_commit() >= core::CommitPolicy::kMaxRecordsCatchingUp ||
+        path.pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp ||
+        path.pending_segments() >= core::CommitPolicy::kMaxSegmentsPerCommit)
         return false;
-    consume(kPollWhileWritingMs, clock_.now());
+    consume(path, kPollWhileWritingMs, clock_.now());
     return true;
 }
 
@@ -171,8 +172,8 @@ void SourceWorker::progress_end(std::int32_t p, std::int64_t end) {
     eof_seen_ = true;
 }
 
-void SourceWorker::note_skip(SourcePipeline& pipeline, std::int32_t p, std::int64_t from, std::int64_t to) {
-    pipeline.skip_offsets(p, from, to);
+void SourceWorker::note_skip(RecordPath& path, std::int32_t p, std::int64_t from, std::int64_t to) {
+    path.skip_offsets(p, from, to);
     offsets_moved_ = true;
     const std::string msg = "partition " + std::to_string(p) + ": offsets " + std::to_string(from) + " to " +
                             std::to_string(to - 1) + " (" + std::to_string(to - from) +
@@ -194,13 +195,13 @@ void SourceWorker::out_of_range(core::Millis now) {
             ++it;
             continue;
         }
-        const auto next = pipeline_->next_offsets().find(p);
+        const auto next = pipeline_->path().next_offsets().find(p);
         std::int64_t lo = 0, hi = 0;
         try {
             std::tie(lo, hi) = consumer_->watermarks(topic_, p, kKafkaTimeoutMs);
-            std::int64_t pos = next == pipeline_->next_offsets().end() ? lo : next->second;
+            std::int64_t pos = next == pipeline_->path().next_offsets().end() ? lo : next->second;
             if (pos < lo) {
-                note_skip(*pipeline_, p, pos, lo);
+                note_skip(pipeline_->path(), p, pos, lo);
                 pos = lo;
             } else if (pos > hi) {
                 status_rule_.broker_error(
@@ -233,9 +234,9 @@ void SourceWorker::commit(bool final) {
         in_transaction([&] { exists = source_exists(); });
         if (!exists) return;
     }
-    const core::Millis w = pipeline_->watermark().current();
+    const core::Millis w = pipeline_->path().watermark().current();
     const core::Millis now = clock_.now();
-    const bool changed = pipeline_->records_since_commit() > 0 || offsets_moved_ || w != committed_w_ ||
+    const bool changed = pipeline_->path().records_since_commit() > 0 || offsets_moved_ || w != committed_w_ ||
                          status_moved_ || pipeline_->sink_retry_due(now);
     commit_timer_.committed(clock_.now());
     bool rebuild = false;
@@ -243,14 +244,14 @@ void SourceWorker::commit(bool final) {
         // What this commit makes durable is fixed here; while it is written, the next
         // records are already consumed and windowed (not at shutdown: nothing more).
         const auto started = std::chrono::steady_clock::now();
-        const CommitSnapshot snap = pipeline_->take_snapshot(commit_timer_.last_commit());
+        const CommitSnapshot snap = pipeline_->path().take_snapshot(commit_timer_.last_commit());
         const auto status = partition_status();
         committed_w_ = snap.watermark;
         offsets_moved_ = false;
         status_moved_ = false;
         {
             std::optional<BackgroundStep> consuming;
-            if (!final) consuming.emplace([this] { return consume_while_writing(); });
+            if (!final) consuming.emplace([this, &path = pipeline_->path()] { return consume_while_writing(path); });
             CommitCounts counts;
             in_transaction([&] {
                 counts = pipeline_->write(snap);
@@ -299,7 +300,7 @@ void SourceWorker::log_commit(std::int64_t seq, const CommitCounts& c, double ms
 // Per partition: id, high watermark, idle.
 SourceWorker::PartitionStatus SourceWorker::partition_status() {
     PartitionStatus out;
-    for (const auto& [p, h] : high_) out.emplace_back(p, h, pipeline_->watermark().is_idle(p));
+    for (const auto& [p, h] : high_) out.emplace_back(p, h, pipeline_->path().watermark().is_idle(p));
     return out;
 }
 

@@ -106,7 +106,7 @@ SourceWorker::Start SourceWorker::start() {
     }
     const std::string name = src->name;
     pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
-    auto pipeline = std::make_unique<SourcePipeline>(*src, std::move(aggs));
+    auto pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs));
     in_transaction([&] { pipeline->restore(); });
 
     auto consumer = std::make_unique<kafka::Consumer>(src->brokers, src->kafka_options,
@@ -115,25 +115,25 @@ SourceWorker::Start SourceWorker::start() {
     std::vector<kafka::PartitionStart> starts;
     const bool latest = src->start_offset == "latest";
     for (std::int32_t p : parts) {
-        const auto stored = pipeline->next_offsets().find(p);
+        const auto stored = pipeline->path().next_offsets().find(p);
         const auto [lo, hi] = consumer->watermarks(src->topic, p, kKafkaTimeoutMs);
         std::int64_t from;
-        if (stored != pipeline->next_offsets().end()) {
+        if (stored != pipeline->path().next_offsets().end()) {
             from = stored->second;
             // Retention deleted records while the source was away: skipped, counted,
             // recorded with the next commit (never silently).
             if (from < lo) {
-                note_skip(*pipeline, p, from, lo);
+                note_skip(pipeline->path(), p, from, lo);
                 from = lo;
             }
         } else {
             // start_offset applies to a new source only; a partition added to a running
             // topic is read from its start.
-            from = latest && pipeline->next_offsets().empty() ? hi : lo;
+            from = latest && pipeline->path().next_offsets().empty() ? hi : lo;
         }
         starts.push_back({p, from});
         // A partition with records left to read holds the watermark until its first one.
-        pipeline->watermark().assign(p, hi > from);
+        pipeline->path().watermark().assign(p, hi > from);
         high_[p] = hi;
     }
     consumer->assign(src->topic, starts);
@@ -144,8 +144,8 @@ SourceWorker::Start SourceWorker::start() {
     pipeline_ = std::move(pipeline);
     consumer_ = std::move(consumer);
     commit_timer_.committed(clock_.now());
-    committed_w_ = pipeline_->watermark().current();
-    offsets_moved_ = pipeline_->skipped_pending();  // a skip found at start is committed soon
+    committed_w_ = pipeline_->path().watermark().current();
+    offsets_moved_ = pipeline_->path().skipped_pending();  // a skip found at start is committed soon
     status_moved_ = true;
     status_rule_.progress(clock_.now());
     // After a failure the status stays 'error' until a commit succeeds (no flapping).
@@ -189,7 +189,7 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
     // the engines' memory.
     const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
     std::int64_t used = 0;
-    for (const auto& a : pipeline_->aggregation_memory()) used += static_cast<std::int64_t>(a.second);
+    for (const auto& a : pipeline_->path().aggregation_memory()) used += static_cast<std::int64_t>(a.second);
     if (limit <= 0 || used <= limit) {
         if (memory_blocked_) {
             memory_blocked_ = false;
@@ -202,7 +202,7 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
         if (!pipeline_) return true;  // aggregations changed: rebuilt from the committed state
         std::string biggest;
         std::size_t most = 0;
-        for (const auto& a : pipeline_->aggregation_memory())
+        for (const auto& a : pipeline_->path().aggregation_memory())
             if (a.second >= most) most = a.second, biggest = a.first;
         const std::string msg = "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
                                 megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +

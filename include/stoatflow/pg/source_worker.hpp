@@ -5,6 +5,8 @@
 #pragma once
 
 #include "stoatflow/kafka/consumer.hpp"
+#include "stoatflow/pg/record_path.hpp"
+#include "stoatflow/pg/worker_policy.hpp"
 
 #include <cstdint>
 #include <map>
@@ -14,8 +16,7 @@
 #include <vector>
 
 #include "stoatflow/pg/clock.hpp"
-#include "stoatflow/pg/pipeline.hpp"
-#include "stoatflow/pg/worker_policy.hpp"
+#include "stoatflow/pg/commit_cycle.hpp"
 
 namespace stoatflow::pg {
 
@@ -36,11 +37,11 @@ private:
 
     // consume_step.cpp
     void step();
-    bool consume(int timeout_ms, core::Millis now);
-    bool consume_while_writing();
+    bool consume(RecordPath& path, int timeout_ms, core::Millis now);
+    bool consume_while_writing(RecordPath& path);
     void progress_end(std::int32_t p, std::int64_t end);
     void out_of_range(core::Millis now);
-    void note_skip(SourcePipeline& pipeline, std::int32_t p, std::int64_t from, std::int64_t to);
+    void note_skip(RecordPath& path, std::int32_t p, std::int64_t from, std::int64_t to);
     void commit(bool final);
     void log_commit(std::int64_t seq, const CommitCounts& c, double ms);
     using PartitionStatus = std::vector<std::tuple<std::int32_t, std::int64_t, bool>>;
@@ -51,7 +52,7 @@ private:
 
     std::int32_t source_id_;
     const Clock& clock_;
-    std::unique_ptr<SourcePipeline> pipeline_;
+    std::unique_ptr<CommitCycle> pipeline_;
     std::unique_ptr<kafka::Consumer> consumer_;
     std::string topic_;
     std::size_t partitions_ = 0;

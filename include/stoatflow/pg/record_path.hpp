@@ -1,20 +1,21 @@
-// One source's pipeline inside PostgreSQL: decode → watermark → every aggregation's window
-// engine (pure C++, per record), and the commit cycle that writes state, sink rows, dead
-// letters and progress in the current transaction (SPI, per commit).
+// A source's record path: decode → watermark → every aggregation's window engine, with the
+// offsets, staging and dead letters that go with them. Pure C++, compiled without PostgreSQL's
+// headers (Makefile), so the consume thread — which touches only this and the consumer — cannot
+// reach PostgreSQL. take_snapshot() hands the writing side (commit_cycle.hpp) plain values.
 #pragma once
 
+#include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
 #include "stoatflow/kafka/json_decoder.hpp"
 
-#include <functional>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
-
-#include "stoatflow/pg/catalog.hpp"
-#include "stoatflow/pg/worker_policy.hpp"
 
 namespace stoatflow::pg {
 
@@ -26,19 +27,8 @@ struct DeadLetter {
     std::string payload;  // first bytes, made storable as text
 };
 
-// Milliseconds since the epoch ↔ PostgreSQL timestamptz.
-Datum millis_to_timestamptz(core::Millis ms);
-
-// A segment table of one aggregation, as registered in stoatflow.segment.
-struct Segment {
-    core::Millis start = 0;
-    core::Millis span = 0;
-    std::string relname;
-    Oid relid = InvalidOid;  // looked up when first written, if not recorded
-};
-
-// Everything one commit makes durable, taken from the pipeline at one instant (pure C++
-// values: the pipeline may go on consuming while a snapshot is written).
+// Everything one commit makes durable, taken from the record path at one instant (plain
+// values: the path goes on consuming while a snapshot is written).
 struct CommitSnapshot {
     std::int64_t seq = 0;
     std::int64_t records = 0;  // consumed since the previous snapshot
@@ -55,34 +45,39 @@ struct CommitSnapshot {
         std::int64_t open_windows = 0;
         std::int64_t keys_with_open_windows = 0;
     };
-    std::vector<Aggregation> aggs;  // in the pipeline's aggregation order
+    std::vector<Aggregation> aggs;  // in the path's aggregation order
 };
 
-// What one commit wrote (for stoatflow.log_commits).
-struct CommitCounts {
-    std::int64_t records = 0;
-    std::int64_t state_rows = 0;
-    std::int64_t state_bytes = 0;
-    std::int64_t sink_rows = 0;
-    std::int64_t sink_deletes = 0;
-    std::int64_t dead_letters = 0;
-    double state_ms = 0;  // writing the state rows (segment tables created on the way included)
-    double sink_ms = 0;   // writing the sink rows and deletes
+// What a record path is built from (the catalog's source and aggregations, as plain values).
+struct RecordPathConfig {
+    kafka::DecoderConfig decoder;  // value_paths: every field an aggregate reads, once
+    core::Millis max_out_of_orderness = 0;
+    core::Millis idle_timeout = 0;
+    struct Aggregation {
+        std::string name;
+        core::WindowSpec spec;
+        std::vector<core::AggSpec> aggregates;
+        core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
+        core::Millis retention = 0;
+        core::Millis segment_interval = 0;  // as stored in the catalog
+    };
+    std::vector<Aggregation> aggregations;
 };
 
-class SourcePipeline {
+class RecordPath {
 public:
-    SourcePipeline(SourceDef source, std::vector<AggregationDef> aggregations);
+    explicit RecordPath(const RecordPathConfig& config);
 
-    // Reads committed offsets, the watermark and every aggregation's live windows.
-    void restore();
+    // Restore from the committed state (before the first record): the watermark and commit
+    // sequence, each partition's next offset, then every live window per aggregation.
+    void restore_progress(const std::string& watermark_state, std::int64_t commit_seq);
+    void restore_offset(std::int32_t partition, std::int64_t next_offset) { next_offsets_[partition] = next_offset; }
+    void restore_window(std::size_t aggregation, const core::WindowStateRow& row);
 
-    // The per-record path: no PostgreSQL call in here. Records are decoded and judged
-    // against the watermark at once, then run through the engines in batches (drain(),
-    // also called by commit()).
+    // The per-record path. Records are decoded and judged against the watermark at once, then
+    // run through the engines in batches (drain(), also called by take_snapshot()).
     void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
                  const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now);
-
     void drain();
 
     // Wall clock tick: idle partitions may release the watermark.
@@ -100,19 +95,14 @@ public:
     void skip_offsets(std::int32_t partition, std::int64_t from, std::int64_t to);
     bool skipped_pending() const { return !skipped_.empty(); }
 
-    // Writes everything since the last commit into the current transaction:
-    // write(take_snapshot(now)).
-    void commit(core::Millis now);
-    // The two halves of commit(): taking the snapshot is quick and touches no PostgreSQL;
-    // writing it runs SQL and touches none of what process() uses, so the two may overlap.
+    // Everything since the last snapshot, as values; the path starts the next commit.
     CommitSnapshot take_snapshot(core::Millis now);
-    CommitCounts write(const CommitSnapshot& snap);
 
-    const SourceDef& source() const { return source_; }
     core::Watermark& watermark() { return watermark_; }
     // Next offset to consume per partition (what the commit makes durable).
     const std::map<std::int32_t, std::int64_t>& next_offsets() const { return next_offsets_; }
     std::int64_t records_since_commit() const { return records_since_commit_; }
+    std::int64_t dead_letters_since_commit() const { return static_cast<std::int64_t>(dead_.size()); }
     // Windows changed since the last commit, over all aggregations.
     std::size_t pending_changes() const {
         std::size_t n = 0;
@@ -125,39 +115,22 @@ public:
         for (const auto& a : aggs_) n += a.engine->pending_segments();
         return n;
     }
-    // An aggregation owes its sink windows and may try again now: worth a commit of its own.
-    bool sink_retry_due(core::Millis now) const {
-        for (const auto& a : aggs_)
-            if (a.sink.due(now)) return true;
-        return false;
-    }
     // Per aggregation: name and the memory its engine holds (estimated), for the memory limit.
     std::vector<std::pair<std::string, std::size_t>> aggregation_memory() const;
-    std::int64_t dead_letters_since_commit() const { return static_cast<std::int64_t>(dead_.size()); }
 
-    struct Aggregation {
-        AggregationDef def;
-        std::unique_ptr<core::WindowedAggregation> engine;
-        std::vector<int> value_index;  // per aggregate: index into the decoder's values, -1: none
-        std::vector<core::Value> values;  // per staged record, per aggregate
-        std::vector<core::WindowedAggregation::RecordRef> refs;
-        std::map<core::Millis, Segment> segments;
-        core::AggregationStats base;   // counters committed before this pipeline started
-        std::int64_t state_rows = 0, state_bytes = 0;
-        core::Millis freshness_lag = -1;  // of the last commit that closed windows
-        // The sink failed: what it is owed waits in the outbox, retried with backoff.
-        SinkRetry sink;
-    };
+    std::size_t aggregations() const { return aggs_.size(); }
+    // An aggregation's state layout: fixed at construction, so the writing side may read it
+    // while the consume thread runs.
+    const core::AggLayout& layout(std::size_t aggregation) const { return aggs_[aggregation].engine->layout(); }
 
 private:
-    void write_aggregation(Aggregation& agg, const CommitSnapshot::Aggregation& a, const CommitSnapshot& snap,
-                           CommitCounts& counts);
-    void write_state(Aggregation& agg, const std::vector<core::WindowStateRow>& rows, std::int64_t seq);
-    void write_sink(Aggregation& agg, const core::CommitOutput& out, core::Millis now);
-    void expire_segments(Aggregation& agg, core::Millis frontier);
-    Segment& segment_for(Aggregation& agg, core::Millis start);
-
-    SourceDef source_;
+    struct Aggregation {
+        std::string name;
+        std::unique_ptr<core::WindowedAggregation> engine;
+        std::vector<int> value_index;     // per aggregate: index into the decoder's values, -1: none
+        std::vector<core::Value> values;  // per staged record, per aggregate
+        std::vector<core::WindowedAggregation::RecordRef> refs;
+    };
     std::vector<Aggregation> aggs_;
     kafka::JsonDecoder decoder_;
     struct Staged {
@@ -178,14 +151,5 @@ private:
     core::Millis w_moved_at_ = 0;
     core::Millis w_at_commit_ = core::kNoTime;
 };
-
-// Reads the newest version of every window of an aggregation (tombstones included) from
-// its live segment tables, calling f(row) for each.
-void read_window_rows(const AggregationDef& def, const core::AggLayout& layout,
-                      const std::vector<Segment>& segments,
-                      const std::function<void(const core::WindowStateRow&)>& f);
-std::vector<Segment> load_segments(std::int32_t aggregation_id);
-// The watermark of the aggregation's source as last committed (kNoTime before the first commit).
-core::Millis committed_watermark(std::int32_t aggregation_id);
 
 }  // namespace stoatflow::pg
