@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one test command: core unit tests (CMake/ctest, plus an ASan/UBSan build in CI or with
-# SANITIZE=1), build + install the extension, pg_regress, the preload check, the Kafka round trip.
+# The one test command: core unit tests (CMake/ctest, plus ASan/UBSan and TSan builds in CI or
+# with SANITIZE=1), build + install the extension, pg_regress, the preload check, the Kafka round trip.
 # SKIP_CORE=1 skips the two CMake steps (for work on the PostgreSQL layer alone; never in CI).
 # STOATFLOW_TEST_BROKERS: the Kafka brokers the Kafka end-to-end regress test and the fault
 # suite run against, in order: "mock" (default), "mock kafka" (default with CI=true, and in
@@ -66,6 +66,12 @@ core_build() {  # core_build DIR CMAKE-ARGS...
     ctest --test-dir "$dir" --output-on-failure --no-tests=error
 }
 
+tsan_build() {  # the unit tests only (the mock broker and tools link uninstrumented librdkafka)
+    cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOATFLOW_WERROR=ON -DSTOATFLOW_TSAN=ON
+    cmake --build build-tsan -j"$jobs" --target stoatflow_unit_tests
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure --no-tests=error
+}
+
 # (a) the pure core and its unit tests
 if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     skip "core: cmake build + ctest" "SKIP_CORE=1"
@@ -86,6 +92,15 @@ elif [ "${CI:-}" = "true" ] || [ "${SANITIZE:-0}" = "1" ]; then
     fi
 else
     skip "core: ASan/UBSan build + ctest" "set SANITIZE=1 or CI=true"
+fi
+
+# (b2) the unit tests under ThreadSanitizer (the worker's two threads share the record path)
+if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
+    skip "core: TSan build + ctest" "SKIP_CORE=1"
+elif [ "${CI:-}" = "true" ] || [ "${SANITIZE:-0}" = "1" ]; then
+    step "core: TSan build + ctest" tsan_build
+else
+    skip "core: TSan build + ctest" "set SANITIZE=1 or CI=true"
 fi
 
 # (c) the extension (needs root, or write access to PostgreSQL's lib and share dirs, to install)

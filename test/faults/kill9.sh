@@ -4,7 +4,8 @@
 # (after a varying pause, so the worker is caught at different points: consuming,
 # committing, restoring) the source worker gets SIGKILL. The postmaster then runs crash
 # recovery and restarts everything; we wait for the new worker before going on. At the end
-# the sink must equal the independent computation row for row.
+# the sinks (tumbling 1 min, and session gap 30 s) must equal the independent computation row
+# for row.
 #
 # Kills must hit data in flight, or they test nothing: for each kill we read what it left
 # committed (the offsets crash recovery leaves are exactly those committed at the instant
@@ -30,6 +31,11 @@ NCHUNKS=10
 NO_WARMUP_KILLS=" 2 6 "
 DELAYS=(0 0.05 0 0.25 0.1 0.3 0 0.15 0.05 0.2)
 MIN_UNCOMMITTED=${KILL9_MIN_UNCOMMITTED:-6}
+# A session aggregation beside the tumbling one: sessions grow and (an hour behind) close
+# across the kills too (each key's records arrive in time order: no merges here; the unit
+# tests' differential runs cover merges and late records across restarts).
+SESSION_GAP='30 seconds'
+SESSION_GAP_MS=30000
 
 # Sets AT_KILL to the committed offsets' sum left by a kill at KILL_MS (ms since the epoch),
 # or to "?" if the new worker committed before we could look; polls through crash recovery.
@@ -91,6 +97,7 @@ log "kills on uncommitted data: $uncommitted_kills of ${#KILLED_PIDS[@]} ($unkno
 wait_caught_up
 log "caught up"
 verify_sink
+verify_session_sink
 check_log
 distinct=$(printf '%s\n' "${pids[@]}" | sort -u | wc -l)
 restarts=$((distinct - 1))

@@ -266,8 +266,13 @@ setup_pipeline() {
     sql "CREATE EXTENSION stoatflow" >/dev/null
     sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key => 'user_id',
             event_time => 'ts', max_out_of_orderness => '1 hour')" >/dev/null
+    # SESSION_GAP (e.g. '30 seconds'): also a session aggregation 'ses' into sink_ses, declared
+    # in the same transaction (one psql -c), so that both see every record.
+    local ses=""
+    [ -z "${SESSION_GAP:-}" ] || ses="; SELECT stoatflow.create_aggregation('ses', '$SOURCE',
+            stoatflow.session('$SESSION_GAP'), 'count(*) AS n, sum(amount) AS total', 'sink_ses')"
     sql "SELECT stoatflow.create_aggregation('agg', '$SOURCE', stoatflow.tumbling('1 minute'),
-            'count(*) AS n, sum(amount) AS total', '$SINK')" >/dev/null
+            'count(*) AS n, sum(amount) AS total', '$SINK')$ses" >/dev/null
 }
 
 wait_caught_up() {
@@ -365,6 +370,39 @@ EOF
     fi
     VERIFY_ROWS=${v[equal]}
     log "$sink matches: ${v[equal]} rows equal, sum(n) = $EVENTS_TOTAL, ${v[final_rows]} final"
+}
+
+# The session sink 'sink_ses' (SESSION_GAP_MS, as setup_pipeline's SESSION_GAP) against the
+# independent sessions of every event: every (key, window_start) equal in n, total, event_time
+# and window_end (= event_time + 1 ms), none missing, none extra, nothing dropped late.
+verify_session_sink() {
+    local csv=$WORK/expected-sessions.csv out
+    python3 "$FAULTS_DIR/events.py" expected "$EVENTS_DIR" "$csv" --session-gap-ms "$SESSION_GAP_MS" >/dev/null ||
+        fail "events.py expected --session-gap-ms failed"
+    out=$(psql_try <<EOF
+CREATE TEMP TABLE expected (key text, first_ms bigint, n bigint, total numeric, last_ms bigint);
+\copy expected FROM '$csv' WITH (FORMAT csv)
+CREATE TEMP TABLE actual AS
+  SELECT key, (extract(epoch FROM window_start) * 1000)::bigint AS first_ms,
+         (extract(epoch FROM window_end) * 1000)::bigint AS end_ms,
+         n, total, (extract(epoch FROM event_time) * 1000)::bigint AS last_ms
+    FROM sink_ses;
+SELECT 'expected', count(*) FROM expected;
+SELECT 'missing', count(*) FROM expected e WHERE NOT EXISTS (SELECT 1 FROM actual a WHERE a.key = e.key AND a.first_ms = e.first_ms);
+SELECT 'extra', count(*) FROM actual a WHERE NOT EXISTS (SELECT 1 FROM expected e WHERE a.key = e.key AND a.first_ms = e.first_ms);
+SELECT 'different', count(*) FROM actual a JOIN expected e USING (key, first_ms)
+  WHERE a.n <> e.n OR a.total <> e.total OR a.last_ms <> e.last_ms OR a.end_ms <> e.last_ms + 1;
+SELECT 'late', dropped_late_session FROM stoatflow.stats WHERE aggregation_name = 'ses';
+SELECT 'merged', sessions_merged FROM stoatflow.stats WHERE aggregation_name = 'ses';
+EOF
+    ) || { cat "$WORK/psql.err" >&2; fail "session verification query failed"; }
+    declare -A v
+    local k val
+    while IFS='|' read -r k val; do v[$k]=$val; done <<<"$out"
+    log "sink_ses: $(tr '\n|' ' =' <<<"$out")"
+    [ "${v[missing]}" = 0 ] && [ "${v[extra]}" = 0 ] && [ "${v[different]}" = 0 ] && [ "${v[late]}" = 0 ] ||
+        fail "the session sink does not match the expected sessions"
+    log "sink_ses matches: ${v[expected]} sessions"
 }
 
 # No crash in the server log except the SIGKILLs we sent (their pids in KILLED_PIDS).
