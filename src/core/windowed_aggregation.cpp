@@ -26,10 +26,13 @@ const char* to_string(DropReason r) {
 }
 
 WindowedAggregation::WindowedAggregation(WindowSpec spec, std::vector<AggSpec> aggregates,
-                                         EmitStrategy emit, Millis retention)
+                                         EmitStrategy emit, Millis retention, Millis segment_interval)
     : spec_(spec), layout_(normalize_aggregates(std::move(aggregates))), emit_(emit),
-      segments_(resolve_retention((spec.validate(), spec), retention), spec.length()), grid_(spec) {
-}
+      segments_(segment_interval > 0
+                    ? SegmentLayout(resolve_retention((spec.validate(), spec), retention), spec.length(),
+                                    segment_interval)
+                    : SegmentLayout(resolve_retention((spec.validate(), spec), retention), spec.length())),
+      grid_(spec) {}
 
 std::size_t WindowedAggregation::keys_with_open_windows() const {
     std::size_t n = 0;

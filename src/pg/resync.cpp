@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "stoatflow/pg/catalog.hpp"
-#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/commit_cycle.hpp"
+#include "stoatflow/pg/rows.hpp"
+#include "stoatflow/pg/segment_store.hpp"
 #include "stoatflow/pg/sink_writer.hpp"
 #include "stoatflow/pg/spi.hpp"
 
@@ -39,7 +41,9 @@ STOATFLOW_FUNCTION(stoatflow_resync_sink) {
     const bool on_close = def.emit == core::EmitStrategy::OnWindowClose;
     std::vector<core::SinkRow> rows;
     std::vector<core::SinkDelete> deletes;
-    read_window_rows(def, layout, load_segments(def.id), [&](const core::WindowStateRow& r) {
+    SegmentStore segments(def.id, def.segment_interval, def.retention);
+    segments.load();
+    segments.read_windows(layout, [&](const core::WindowStateRow& r) {
         if (r.removed) {  // a session merged away: its row must not be there
             deletes.push_back({r.key, r.start});
             return;

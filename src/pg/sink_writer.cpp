@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "stoatflow/pg/pipeline.hpp"
 #include "stoatflow/pg/sink_writer.hpp"
+#include "stoatflow/pg/rows.hpp"
 #include "stoatflow/pg/spi.hpp"
 #include "stoatflow/pg/text.hpp"
 
@@ -140,18 +140,6 @@ void sink_values(const core::AggLayout& layout, const std::vector<const core::Si
     }
 }
 
-Columns outbox_columns() {
-    Columns c;
-    c.add("aggregation_id", INT4OID);
-    c.add("key", TEXTOID);
-    c.add("window_start", INT8OID);
-    c.add("window_end", INT8OID);
-    c.add("event_time", INT8OID);
-    c.add("state", BYTEAOID);
-    c.add("final", BOOLOID);
-    c.add("removed", BOOLOID);
-    return c;
-}
 }  // namespace
 
 Oid sink_column_type(core::ColumnType t) {
@@ -281,75 +269,6 @@ void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, O
                                [&] { append_or_insert(sink, table, cols, values, nulls, true); }))
             insert_rows(table, cols, values, nulls, kSinkKey);
     });
-}
-
-void outbox_add(std::int32_t aggregation_id, const core::AggLayout& layout,
-                const std::vector<core::SinkDelete>& deletes,
-                const std::vector<core::SinkRow>& upserts) {
-    // The newest operation per window wins: deletes come before upserts within a commit.
-    std::map<std::pair<std::string, core::Millis>, const core::SinkRow*> last;
-    for (const auto& d : deletes) last[{d.key, d.start}] = nullptr;
-    for (const auto& u : upserts) last[{u.key, u.start}] = &u;
-    if (last.empty()) return;
-    const Columns cols = outbox_columns();
-    std::vector<Datum> values;
-    std::vector<bool> nulls;
-    std::string bytes;
-    for (const auto& [id, u] : last) {
-        bytes.clear();
-        if (u) layout.serialize(u->cells.data(), bytes);
-        const Datum row[] = {Int32GetDatum(aggregation_id),
-                             text_datum(id.first),
-                             Int64GetDatum(id.second),
-                             Int64GetDatum(u ? u->end : 0),
-                             Int64GetDatum(u ? u->event_time : 0),
-                             u ? bytea_datum(bytes) : (Datum)0,
-                             BoolGetDatum(u && u->final),
-                             BoolGetDatum(u == nullptr)};
-        for (std::size_t c = 0; c < cols.names.size(); ++c) {
-            values.push_back(row[c]);
-            nulls.push_back(c == 5 && u == nullptr);
-        }
-    }
-    insert_rows("stoatflow.sink_outbox", cols, values, nulls, "aggregation_id, key, window_start");
-}
-
-std::int64_t outbox_size(std::int32_t aggregation_id) {
-    spi_exec("SELECT pg_catalog.count(*) FROM stoatflow.sink_outbox WHERE aggregation_id "
-             "OPERATOR(pg_catalog.=) $1",
-             {arg_int32(aggregation_id)});
-    return *spi_int64(0, 1);
-}
-
-std::int64_t outbox_flush(const AggregationDef& def, const core::AggLayout& layout, Oid sink) {
-    const auto n = spi_exec("SELECT key, window_start, window_end, event_time, state, final, "
-                            "removed FROM stoatflow.sink_outbox "
-                            "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-                            {arg_int32(def.id)});
-    std::vector<core::SinkDelete> deletes;
-    std::vector<core::SinkRow> rows;
-    for (std::uint64_t r = 0; r < n; ++r) {
-        if (*spi_bool(r, 7)) {
-            deletes.push_back({*spi_text(r, 1), *spi_int64(r, 2)});
-            continue;
-        }
-        core::SinkRow row;
-        row.key = *spi_text(r, 1);
-        row.start = *spi_int64(r, 2);
-        row.end = *spi_int64(r, 3);
-        row.event_time = *spi_int64(r, 4);
-        const auto bytes = spi_bytea(r, 5);
-        if (!bytes) throw Error(sqlstate::kDataCorrupted, "sink outbox row without state");
-        row.cells = layout.deserialize(bytes->data(), bytes->size());
-        row.final = *spi_bool(r, 6);
-        rows.push_back(std::move(row));
-    }
-    std::vector<const core::SinkRow*> upserts;
-    for (const auto& r : rows) upserts.push_back(&r);
-    write_sink_rows(def, layout, sink, deletes, upserts);
-    spi_exec("DELETE FROM stoatflow.sink_outbox WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-             {arg_int32(def.id)});
-    return static_cast<std::int64_t>(n);
 }
 
 }  // namespace stoatflow::pg

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "stoatflow/pg/catalog.hpp"
-#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/commit_cycle.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
@@ -54,7 +54,7 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
 
     SpiSession spi;
     SourceDef def = load_source(source);
-    SourcePipeline pipeline(def, load_aggregations(def.id));
+    CommitCycle pipeline(def, load_aggregations(def.id));
     pipeline.restore();
     const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::system_clock::now().time_since_epoch()).count();
@@ -62,16 +62,16 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const std::int32_t p = parts[i].value_or(0);
         if (p < 0) throw Error(sqlstate::kInvalidParameterValue, "partition must not be negative");
-        auto it = pipeline.next_offsets().find(p);
-        const std::int64_t offset = it == pipeline.next_offsets().end() ? 0 : it->second;
+        auto it = pipeline.path().next_offsets().find(p);
+        const std::int64_t offset = it == pipeline.path().next_offsets().end() ? 0 : it->second;
         const std::string payload = payloads[i].value_or("");
         const std::string* key = keys[i] ? &*keys[i] : nullptr;
-        const std::int64_t before = pipeline.dead_letters_since_commit();
-        pipeline.process(p, offset, payload.data(), payload.size(), key ? key->data() : nullptr,
+        const std::int64_t before = pipeline.path().dead_letters_since_commit();
+        pipeline.path().process(p, offset, payload.data(), payload.size(), key ? key->data() : nullptr,
                          key ? key->size() : 0, stamps[i].value_or(core::kNoTime), now);
-        dead += pipeline.dead_letters_since_commit() - before;
+        dead += pipeline.path().dead_letters_since_commit() - before;
     }
-    const core::Millis w = pipeline.watermark().current();
+    const core::Millis w = pipeline.path().watermark().current();
     pipeline.commit(now);
     spi.finish();
 

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "stoatflow/pg/catalog.hpp"
-#include "stoatflow/pg/pipeline.hpp"
+#include "stoatflow/pg/commit_cycle.hpp"
+#include "stoatflow/pg/rows.hpp"
+#include "stoatflow/pg/segment_store.hpp"
 #include "stoatflow/pg/sink_writer.hpp"
 #include "stoatflow/pg/spi.hpp"
 
@@ -53,7 +55,9 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
 
     core::AggLayout layout(def.aggregates);
     std::vector<core::WindowStateRow> rows;
-    read_window_rows(def, layout, load_segments(def.id), [&](const core::WindowStateRow& r) {
+    SegmentStore segments(def.id, def.segment_interval, def.retention);
+    segments.load();
+    segments.read_windows(layout, [&](const core::WindowStateRow& r) {
         if (!r.removed) rows.push_back(r);
     });
 

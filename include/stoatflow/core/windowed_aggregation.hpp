@@ -82,8 +82,10 @@ struct AggregationStats {
 
 class WindowedAggregation {
 public:
+    // segment_interval: the interval the catalog stored for this aggregation (its segment
+    // tables are laid out by it); 0 computes it (SegmentLayout's formula).
     WindowedAggregation(WindowSpec spec, std::vector<AggSpec> aggregates, EmitStrategy emit,
-                        Millis retention);
+                        Millis retention, Millis segment_interval = 0);
 
     // Judge and fold one record against watermark W (already updated with this record).
     // values[i] is the field value for aggregate i.

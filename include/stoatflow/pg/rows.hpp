@@ -2,6 +2,8 @@
 // one array per column through SPI, or a heap multi-insert where the table allows it.
 #pragma once
 
+#include "stoatflow/core/time.hpp"
+
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@ struct Columns {
         types.push_back(type);
     }
 };
+
+// Milliseconds since the epoch as a PostgreSQL timestamptz.
+Datum millis_to_timestamptz(core::Millis ms);
 
 // A text / bytea Datum (palloc'd in the current memory context).
 Datum text_datum(const std::string& s);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "stoatflow/pg/worker_policy.hpp"
+
 #include "stoatflow/pg/catalog.hpp"
 #include "stoatflow/pg/rows.hpp"
 
@@ -41,5 +43,23 @@ void outbox_add(std::int32_t aggregation_id, const core::AggLayout& layout,
 // Writes what the outbox holds into the sink (write_sink_rows) and empties it; returns the windows.
 std::int64_t outbox_flush(const AggregationDef& def, const core::AggLayout& layout, Oid sink);
 std::int64_t outbox_size(std::int32_t aggregation_id);
+
+// One aggregation's sink as the commit cycle writes it: each commit's output in a
+// subtransaction; on failure into the outbox, retried with backoff (SinkRetry) until the sink
+// takes it (sink_outbox.cpp). A sink re-created by name is followed (def.sink is updated).
+class SinkWriter {
+public:
+    // Restored: owed (retried at the first commit) if the outbox holds windows.
+    void restore(std::int32_t aggregation_id);
+    void write(AggregationDef& def, const core::AggLayout& layout, const core::CommitOutput& out, core::Millis now);
+    bool retry_due(core::Millis now) const { return retry_.due(now); }
+    // The last failure while the sink is owed, else empty.
+    const std::string& error() const { return retry_.error(); }
+    // Windows the outbox holds for the sink (0 unless owed).
+    std::int64_t owed_windows(std::int32_t aggregation_id) const;
+
+private:
+    SinkRetry retry_;
+};
 
 }  // namespace stoatflow::pg

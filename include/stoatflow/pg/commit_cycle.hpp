@@ -1,0 +1,78 @@
+// The PostgreSQL side of one source: restores a RecordPath from the committed state, and
+// writes its snapshots — window state (SegmentStore), sink rows (SinkWriter), dead letters,
+// progress and offsets — in the current transaction. The worker's consume thread never
+// touches this object, only path().
+#pragma once
+
+#include "stoatflow/pg/record_path.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/segment_store.hpp"
+#include "stoatflow/pg/sink_writer.hpp"
+
+namespace stoatflow::pg {
+
+// What one commit wrote (for stoatflow.log_commits).
+struct CommitCounts {
+    std::int64_t records = 0;
+    std::int64_t state_rows = 0;
+    std::int64_t state_bytes = 0;
+    std::int64_t sink_rows = 0;
+    std::int64_t sink_deletes = 0;
+    std::int64_t dead_letters = 0;
+    double state_ms = 0;  // writing the state rows (segment tables created on the way included)
+    double sink_ms = 0;   // writing the sink rows and deletes
+};
+
+// The record path's configuration from the catalog's definitions.
+RecordPathConfig record_path_config(const SourceDef& source, const std::vector<AggregationDef>& aggregations);
+
+class CommitCycle {
+public:
+    CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations);
+
+    // Reads committed offsets, the watermark and every aggregation's live windows (SPI connected).
+    void restore();
+
+    // Writes everything since the last commit into the current transaction:
+    // write(path().take_snapshot(now)).
+    void commit(core::Millis now);
+    // Writes a snapshot: runs SQL, touches nothing of the record path but its fixed layouts, so
+    // the consume thread may go on with path() meanwhile.
+    CommitCounts write(const CommitSnapshot& snap);
+
+    RecordPath& path() { return path_; }
+    const SourceDef& source() const { return source_; }
+    // An aggregation owes its sink windows and may try again now: worth a commit of its own.
+    bool sink_retry_due(core::Millis now) const {
+        for (const auto& a : aggs_)
+            if (a.sink.retry_due(now)) return true;
+        return false;
+    }
+
+private:
+    struct Aggregation {
+        AggregationDef def;
+        SegmentStore segments;
+        SinkWriter sink;
+        core::AggregationStats base;  // counters committed before this cycle started
+        std::int64_t state_rows = 0, state_bytes = 0;
+        core::Millis freshness_lag = -1;  // of the last commit that closed windows
+    };
+    void write_aggregation(std::size_t i, const CommitSnapshot& snap, CommitCounts& counts);
+    void write_dead_letters(const CommitSnapshot& snap);
+    void write_progress(const CommitSnapshot& snap);
+
+    SourceDef source_;
+    RecordPath path_;
+    std::vector<Aggregation> aggs_;
+};
+
+// The watermark of the aggregation's source as last committed (kNoTime before the first commit).
+core::Millis committed_watermark(std::int32_t aggregation_id);
+
+}  // namespace stoatflow::pg

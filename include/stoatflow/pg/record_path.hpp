@@ -1,0 +1,155 @@
+// A source's record path: decode → watermark → every aggregation's window engine, with the
+// offsets, staging and dead letters that go with them. Pure C++, compiled without PostgreSQL's
+// headers (Makefile), so the consume thread — which touches only this and the consumer — cannot
+// reach PostgreSQL. take_snapshot() hands the writing side (commit_cycle.hpp) plain values.
+#pragma once
+
+#include "stoatflow/core/no_postgres.hpp"
+#include "stoatflow/core/watermark.hpp"
+#include "stoatflow/core/windowed_aggregation.hpp"
+#include "stoatflow/kafka/json_decoder.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace stoatflow::pg {
+
+struct DeadLetter {
+    std::int32_t partition = 0;
+    std::int64_t offset = 0;
+    std::string reason;
+    std::string detail;
+    std::string payload;  // first bytes, made storable as text
+};
+
+// Everything one commit makes durable, taken from the record path at one instant (plain
+// values: the path goes on consuming while a snapshot is written).
+struct CommitSnapshot {
+    std::int64_t seq = 0;
+    std::int64_t records = 0;  // consumed since the previous snapshot
+    core::Millis now = 0;
+    core::Millis watermark = core::kNoTime;
+    std::string watermark_state;
+    core::Millis w_moved_at = 0;
+    std::map<std::int32_t, std::int64_t> next_offsets;
+    std::map<std::int32_t, std::int64_t> skipped;  // offsets skipped per partition (skip_offsets)
+    std::vector<DeadLetter> dead;
+    struct Aggregation {
+        core::CommitOutput out;
+        core::AggregationStats stats;
+        std::int64_t open_windows = 0;
+        std::int64_t keys_with_open_windows = 0;
+    };
+    std::vector<Aggregation> aggs;  // in the path's aggregation order
+};
+
+// What a record path is built from (the catalog's source and aggregations, as plain values).
+struct RecordPathConfig {
+    kafka::DecoderConfig decoder;  // value_paths: every field an aggregate reads, once
+    core::Millis max_out_of_orderness = 0;
+    core::Millis idle_timeout = 0;
+    struct Aggregation {
+        std::string name;
+        core::WindowSpec spec;
+        std::vector<core::AggSpec> aggregates;
+        core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
+        core::Millis retention = 0;
+        core::Millis segment_interval = 0;  // as stored in the catalog
+    };
+    std::vector<Aggregation> aggregations;
+};
+
+class RecordPath {
+public:
+    explicit RecordPath(const RecordPathConfig& config);
+
+    // Restore from the committed state (before the first record): the watermark and commit
+    // sequence, each partition's next offset, then every live window per aggregation.
+    void restore_progress(const std::string& watermark_state, std::int64_t commit_seq);
+    void restore_offset(std::int32_t partition, std::int64_t next_offset) { next_offsets_[partition] = next_offset; }
+    void restore_window(std::size_t aggregation, const core::WindowStateRow& row);
+
+    // The per-record path. Records are decoded and judged against the watermark at once, then
+    // run through the engines in batches (drain(), also called by take_snapshot()).
+    void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
+                 const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now);
+    void drain();
+
+    // Wall clock tick: idle partitions may release the watermark.
+    void tick(core::Millis now);
+
+    // The consumer reached the end of a partition at `offset`: nothing before it is left to
+    // read (gaps from compaction or transaction markers included). Returns true if the
+    // committed position moves.
+    bool note_end_of_partition(std::int32_t partition, std::int64_t offset);
+
+    // Offsets [from, to) of a partition can no longer be read (the topic's retention deleted
+    // them before the source read them): the position moves to `to`, and the next commit
+    // records the loss with it, as a dead letter 'offsets_skipped' and in
+    // stoatflow.partition_offset.offsets_skipped.
+    void skip_offsets(std::int32_t partition, std::int64_t from, std::int64_t to);
+    bool skipped_pending() const { return !skipped_.empty(); }
+
+    // Everything since the last snapshot, as values; the path starts the next commit.
+    CommitSnapshot take_snapshot(core::Millis now);
+
+    core::Watermark& watermark() { return watermark_; }
+    // Next offset to consume per partition (what the commit makes durable).
+    const std::map<std::int32_t, std::int64_t>& next_offsets() const { return next_offsets_; }
+    std::int64_t records_since_commit() const { return records_since_commit_; }
+    std::int64_t dead_letters_since_commit() const { return static_cast<std::int64_t>(dead_.size()); }
+    // Windows changed since the last commit, over all aggregations.
+    std::size_t pending_changes() const {
+        std::size_t n = 0;
+        for (const auto& a : aggs_) n += a.engine->pending_changes();
+        return n;
+    }
+    // Segment tables the next commit will write, at least (over all aggregations).
+    std::size_t pending_segments() const {
+        std::size_t n = 0;
+        for (const auto& a : aggs_) n += a.engine->pending_segments();
+        return n;
+    }
+    // Per aggregation: name and the memory its engine holds (estimated), for the memory limit.
+    std::vector<std::pair<std::string, std::size_t>> aggregation_memory() const;
+
+    std::size_t aggregations() const { return aggs_.size(); }
+    // An aggregation's state layout: fixed at construction, so the writing side may read it
+    // while the consume thread runs.
+    const core::AggLayout& layout(std::size_t aggregation) const { return aggs_[aggregation].engine->layout(); }
+
+private:
+    struct Aggregation {
+        std::string name;
+        std::unique_ptr<core::WindowedAggregation> engine;
+        std::vector<int> value_index;     // per aggregate: index into the decoder's values, -1: none
+        std::vector<core::Value> values;  // per staged record, per aggregate
+        std::vector<core::WindowedAggregation::RecordRef> refs;
+    };
+    std::vector<Aggregation> aggs_;
+    kafka::JsonDecoder decoder_;
+    struct Staged {
+        kafka::Decoded record;
+        core::Millis watermark = core::kNoTime;
+    };
+    static constexpr std::size_t kStageRecords = 512;
+    std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
+    std::size_t staged_ = 0;
+    core::Watermark watermark_;
+    std::map<std::int32_t, std::int64_t> next_offsets_;
+    std::map<std::int32_t, std::int64_t> skipped_;
+    std::vector<DeadLetter> dead_;
+    std::int64_t commit_seq_ = 0;
+    std::int64_t records_since_commit_ = 0;
+    // Wall time the watermark first moved since the last commit: windows it closed are
+    // emitted at the next commit, so their freshness lag is commit time minus this.
+    core::Millis w_moved_at_ = 0;
+    core::Millis w_at_commit_ = core::kNoTime;
+};
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,75 @@
+// One source's background worker: start (restore, seek) → [step: poll → process → maybe
+// commit]* ; SIGTERM: commit what was consumed, exit. Any failure: record it, back off, rebuild
+// from the committed state. src/pg/README.md draws the states; source_worker.cpp holds the
+// lifecycle, consume_step.cpp the step and the commit cycle.
+#pragma once
+
+#include "stoatflow/kafka/consumer.hpp"
+#include "stoatflow/pg/record_path.hpp"
+#include "stoatflow/pg/worker_policy.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "stoatflow/pg/clock.hpp"
+#include "stoatflow/pg/commit_cycle.hpp"
+
+namespace stoatflow::pg {
+
+class SourceWorker {
+public:
+    explicit SourceWorker(std::int32_t source_id, const Clock& clock);
+    void run();
+
+private:
+    enum class Start { Started, NoAggregations, Dropped };
+    Start start();
+    void fail(const std::string& what);
+    void drop_pipeline();
+    bool over_memory_limit(core::Millis now);
+    bool partitions_added(core::Millis now);
+    void set_status(const std::string& status, const std::string& error);
+    void show_status(core::Millis now);
+
+    // consume_step.cpp
+    void step();
+    bool consume(RecordPath& path, int timeout_ms, core::Millis now);
+    bool consume_while_writing(RecordPath& path);
+    void progress_end(std::int32_t p, std::int64_t end);
+    void out_of_range(core::Millis now);
+    void note_skip(RecordPath& path, std::int32_t p, std::int64_t from, std::int64_t to);
+    void commit(bool final);
+    void log_commit(std::int64_t seq, const CommitCounts& c, double ms);
+    using PartitionStatus = std::vector<std::tuple<std::int32_t, std::int64_t, bool>>;
+    PartitionStatus partition_status();
+    void write_partition_status(const PartitionStatus& status);
+    std::string aggregation_signature();
+    bool source_exists();
+
+    std::int32_t source_id_;
+    const Clock& clock_;
+    std::unique_ptr<CommitCycle> pipeline_;
+    std::unique_ptr<kafka::Consumer> consumer_;
+    std::string topic_;
+    std::size_t partitions_ = 0;
+    std::map<std::int32_t, std::int64_t> high_;
+    std::map<std::int32_t, bool> idle_shown_;
+    std::string signature_;
+    StatusRule status_rule_;
+    StatusBoard status_board_;
+    CommitTimer commit_timer_;
+    core::Millis committed_w_ = core::kNoTime;
+    bool offsets_moved_ = false;
+    std::map<std::int32_t, core::Millis> out_of_range_;  // partition → when to look again
+    bool status_moved_ = false;
+    bool eof_seen_ = false;
+    bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
+    core::Millis memory_checked_at_ = 0;
+    core::Millis partitions_checked_at_ = 0;
+};
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,132 @@
+// The record path (decode → watermark → window engines), restore into it, and the snapshot
+// a commit writes. Compiled without PostgreSQL's include path (see Makefile): pure C++.
+#include "stoatflow/pg/record_path.hpp"
+
+#include <string>
+
+#include "stoatflow/pg/text.hpp"
+
+namespace stoatflow::pg {
+
+RecordPath::RecordPath(const RecordPathConfig& config)
+    : decoder_(config.decoder), watermark_(config.max_out_of_orderness, config.idle_timeout) {
+    const auto& paths = config.decoder.value_paths;
+    for (const auto& def : config.aggregations) {
+        Aggregation a;
+        a.name = def.name;
+        a.engine = std::make_unique<core::WindowedAggregation>(def.spec, def.aggregates, def.emit, def.retention,
+                                                               def.segment_interval);
+        for (const auto& s : def.aggregates) {
+            int idx = -1;
+            for (std::size_t i = 0; i < paths.size(); ++i)
+                if (paths[i] == s.field) idx = static_cast<int>(i);
+            a.value_index.push_back(idx);
+        }
+        a.values.resize(def.aggregates.size());
+        aggs_.push_back(std::move(a));
+    }
+}
+
+void RecordPath::restore_progress(const std::string& watermark_state, std::int64_t commit_seq) {
+    watermark_.restore(watermark_state);
+    commit_seq_ = commit_seq;
+    w_at_commit_ = watermark_.current();
+}
+
+void RecordPath::restore_window(std::size_t aggregation, const core::WindowStateRow& row) {
+    aggs_[aggregation].engine->restore(row, w_at_commit_);
+}
+
+std::vector<std::pair<std::string, std::size_t>> RecordPath::aggregation_memory() const {
+    std::vector<std::pair<std::string, std::size_t>> out;
+    for (const auto& a : aggs_) out.emplace_back(a.name, a.engine->memory_bytes());
+    return out;
+}
+
+void RecordPath::tick(core::Millis now) {
+    const core::Millis w = watermark_.tick(now);
+    if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+}
+
+bool RecordPath::note_end_of_partition(std::int32_t partition, std::int64_t offset) {
+    auto it = next_offsets_.find(partition);
+    if (it != next_offsets_.end() && it->second >= offset) return false;
+    next_offsets_[partition] = offset;
+    return true;
+}
+
+void RecordPath::skip_offsets(std::int32_t partition, std::int64_t from, std::int64_t to) {
+    if (to <= from) return;
+    next_offsets_[partition] = to;
+    skipped_[partition] += to - from;
+    dead_.push_back({partition, from, "offsets_skipped",
+                     "offsets " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
+                         std::to_string(to - from) +
+                         ") were deleted by the topic's retention before the source read them",
+                     ""});
+}
+
+void RecordPath::process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
+                         const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now) {
+    ++records_since_commit_;
+    next_offsets_[partition] = offset + 1;
+    if (staged_ == staged_records_.size()) drain();
+    Staged& st = staged_records_[staged_];
+    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, now, st.record);
+    if (err != kafka::DecodeError::None) {
+        dead_.push_back({partition, offset, kafka::to_string(err), decoder_.detail(),
+                         storable_text(payload, len, kDeadLetterPayloadBytes)});
+        return;
+    }
+    // W is updated with each record before that record is judged: keep the value it is
+    // judged against with it, so the batch sees exactly what record-at-a-time would.
+    st.watermark = watermark_.observe(partition, st.record.time, now);
+    if (st.watermark != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+    ++staged_;
+}
+
+void RecordPath::drain() {
+    if (staged_ == 0) return;
+    for (auto& a : aggs_) {
+        const std::size_t naggs = a.value_index.size();
+        a.values.resize(staged_ * naggs);
+        a.refs.resize(staged_);
+        for (std::size_t r = 0; r < staged_; ++r) {
+            const kafka::Decoded& d = staged_records_[r].record;
+            core::Value* v = a.values.data() + r * naggs;
+            for (std::size_t i = 0; i < naggs; ++i)
+                v[i] = a.value_index[i] < 0 ? core::Value::missing() : d.values[a.value_index[i]];
+            a.refs[r] = {d.key, d.time, v, staged_records_[r].watermark};
+        }
+        a.engine->process_batch(a.refs.data(), staged_);
+    }
+    staged_ = 0;
+}
+
+CommitSnapshot RecordPath::take_snapshot(core::Millis now) {
+    drain();
+    CommitSnapshot snap;
+    snap.seq = ++commit_seq_;
+    snap.records = records_since_commit_;
+    snap.now = now;
+    snap.watermark = watermark_.current();
+    snap.watermark_state = watermark_.serialize();
+    snap.w_moved_at = w_moved_at_;
+    snap.next_offsets = next_offsets_;
+    snap.skipped.swap(skipped_);
+    snap.dead.swap(dead_);
+    snap.aggs.resize(aggs_.size());
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        auto& engine = *aggs_[i].engine;
+        engine.flush(snap.watermark, snap.aggs[i].out);
+        snap.aggs[i].stats = engine.stats();
+        snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());
+        snap.aggs[i].keys_with_open_windows = static_cast<std::int64_t>(engine.keys_with_open_windows());
+    }
+    records_since_commit_ = 0;
+    w_at_commit_ = snap.watermark;
+    w_moved_at_ = 0;
+    return snap;
+}
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,262 @@
+// A source worker's lifecycle: start (restore the committed state, seek the consumer), the
+// loop with its per-iteration memory and failure backoff, the memory-limit stop, the rebuild
+// when partitions are added, and the status row. The step itself is in consume_step.cpp.
+#include "stoatflow/core/error.hpp"
+
+#include <optional>
+#include <string>
+
+#include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/consume_step.hpp"
+#include "stoatflow/pg/limits.hpp"
+#include "stoatflow/pg/settings.hpp"
+#include "stoatflow/pg/source_worker.hpp"
+#include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/worker_loop.hpp"
+
+extern "C" {
+#include "pgstat.h"
+#include "storage/ipc.h"
+
+PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
+}
+
+namespace stoatflow::pg {
+
+namespace {
+// A source without aggregations (or a worker stopped at its memory limit) looks again this often.
+constexpr long kIdleCheckMs = 200;
+// A failed worker retries after 1 s, doubling up to 30 s.
+constexpr core::Millis kFailureRetryFirstMs = 1000;
+constexpr core::Millis kFailureRetryMaxMs = 30000;
+
+std::string megabytes(std::int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; }
+}  // namespace
+
+SourceWorker::SourceWorker(std::int32_t source_id, const Clock& clock) : source_id_(source_id), clock_(clock) {}
+
+void SourceWorker::run() {
+    Backoff backoff(kFailureRetryFirstMs, kFailureRetryMaxMs);
+    LoopMemory loop;
+    while (!got_sigterm) {
+        loop.next_iteration();
+        try {
+            if (!pipeline_) {
+                const Start st = start();
+                if (st == Start::Dropped) return;
+                if (st == Start::NoAggregations) {
+                    wait_ms(kIdleCheckMs);
+                    continue;
+                }
+            }
+            step();
+            backoff.succeeded();
+        } catch (const std::exception& e) {
+            // Whatever was consumed since the last commit is discarded with the
+            // pipeline; the next start resumes from the committed state.
+            fail(e.what());
+            wait_ms(backoff.failed());
+        }
+    }
+    if (pipeline_) {
+        try {
+            commit(true);  // graceful shutdown: make durable what was consumed
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
+}
+
+void SourceWorker::drop_pipeline() {
+    pipeline_.reset();
+    consumer_.reset();
+}
+
+// A source without aggregations does not consume: records read before the first
+// aggregation exists would be committed past and never seen by it.
+SourceWorker::Start SourceWorker::start() {
+    drop_pipeline();
+    // A new library over an old catalog (before ALTER EXTENSION stoatflow UPDATE): wait,
+    // touching nothing, until the catalog is the one this library was built for.
+    std::string installed;
+    in_transaction([&] {
+        if (spi_exec("SELECT extversion FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) "
+                     "'stoatflow'") > 0)
+            installed = spi_text(0, 1).value_or("");
+    });
+    if (installed != STOATFLOW_VERSION) {
+        set_status("error", "the stoatflow library is version " STOATFLOW_VERSION
+                            " but the extension in this database is version " +
+                                installed + ": run ALTER EXTENSION stoatflow UPDATE");
+        return Start::NoAggregations;
+    }
+    std::optional<SourceDef> src;
+    std::vector<AggregationDef> aggs;
+    in_transaction([&] {
+        src = load_source_by_id(source_id_);
+        if (src) {
+            aggs = load_aggregations(source_id_);
+            signature_ = aggregation_signature();
+        }
+    });
+    if (!src) return Start::Dropped;
+    if (aggs.empty()) {
+        set_status("idle", "");
+        return Start::NoAggregations;
+    }
+    const std::string name = src->name;
+    pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
+    auto pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs));
+    in_transaction([&] { pipeline->restore(); });
+
+    auto consumer = std::make_unique<kafka::Consumer>(src->brokers, src->kafka_options,
+                                                      "stoatflow-" + std::string(database_name) + "-" + name);
+    const auto parts = consumer->partitions(src->topic, kKafkaTimeoutMs);
+    std::vector<kafka::PartitionStart> starts;
+    const bool latest = src->start_offset == "latest";
+    for (std::int32_t p : parts) {
+        const auto stored = pipeline->path().next_offsets().find(p);
+        const auto [lo, hi] = consumer->watermarks(src->topic, p, kKafkaTimeoutMs);
+        std::int64_t from;
+        if (stored != pipeline->path().next_offsets().end()) {
+            from = stored->second;
+            // Retention deleted records while the source was away: skipped, counted,
+            // recorded with the next commit (never silently).
+            if (from < lo) {
+                note_skip(pipeline->path(), p, from, lo);
+                from = lo;
+            }
+        } else {
+            // start_offset applies to a new source only; a partition added to a running
+            // topic is read from its start.
+            from = latest && pipeline->path().next_offsets().empty() ? hi : lo;
+        }
+        starts.push_back({p, from});
+        // A partition with records left to read holds the watermark until its first one.
+        pipeline->path().watermark().assign(p, hi > from);
+        high_[p] = hi;
+    }
+    consumer->assign(src->topic, starts);
+    topic_ = src->topic;
+    partitions_ = parts.size();
+    partitions_checked_at_ = clock_.now();
+    idle_shown_.clear();
+    pipeline_ = std::move(pipeline);
+    consumer_ = std::move(consumer);
+    commit_timer_.committed(clock_.now());
+    committed_w_ = pipeline_->path().watermark().current();
+    offsets_moved_ = pipeline_->path().skipped_pending();  // a skip found at start is committed soon
+    status_moved_ = true;
+    status_rule_.progress(clock_.now());
+    // After a failure the status stays 'error' until a commit succeeds (no flapping).
+    if (!status_rule_.failed()) set_status("running", status_rule_.last_error());
+    return Start::Started;
+}
+
+// Partitions added to the topic while the source runs: librdkafka refreshes its metadata
+// only every few minutes, and an explicit assignment never grows by itself. Seen, the worker
+// commits and starts over from the committed state with every partition assigned.
+bool SourceWorker::partitions_added(core::Millis now) {
+    if (now - partitions_checked_at_ < kPartitionCheckMs) return false;
+    partitions_checked_at_ = now;
+    std::size_t n = 0;
+    try {
+        n = consumer_->partitions(topic_, kKafkaTimeoutMs).size();
+    } catch (const Error& e) {
+        // Also the probe for a broker that hangs (port open, no answer): librdkafka's
+        // fetches then just wait, and nothing else would show it.
+        status_rule_.broker_error(now, e.what());
+        return false;
+    }
+    if (n <= partitions_) return false;
+    const std::string msg = "topic " + topic_ + " grew from " + std::to_string(partitions_) + " to " +
+                            std::to_string(n) + " partitions";
+    pg_call([&] { elog(LOG, "stoatflow source %d: %s: assigning them", source_id_, msg.c_str()); });
+    commit(false);
+    drop_pipeline();
+    return true;
+}
+
+// stoatflow.worker_memory_limit (SPEC 10): past it, commit what was consumed and stop
+// consuming, with a status naming the limit and the aggregation holding the most state,
+// until the limit is raised (SIGHUP) or aggregations change. A bounded stop beats the
+// kernel's OOM killer, which would make the postmaster restart every session.
+bool SourceWorker::over_memory_limit(core::Millis now) {
+    if (now - memory_checked_at_ < kMemoryCheckIntervalMs) return memory_blocked_;
+    memory_checked_at_ = now;
+    // What grows without bound is window state (keys × open windows); librdkafka's prefetch
+    // is bounded by its own settings and would not shrink by stopping, so the limit counts
+    // the engines' memory.
+    const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
+    std::int64_t used = 0;
+    for (const auto& a : pipeline_->path().aggregation_memory()) used += static_cast<std::int64_t>(a.second);
+    if (limit <= 0 || used <= limit) {
+        if (memory_blocked_) {
+            memory_blocked_ = false;
+            set_status("running", "");
+        }
+        return false;
+    }
+    if (!memory_blocked_) {
+        commit(false);
+        if (!pipeline_) return true;  // aggregations changed: rebuilt from the committed state
+        std::string biggest;
+        std::size_t most = 0;
+        for (const auto& a : pipeline_->path().aggregation_memory())
+            if (a.second >= most) most = a.second, biggest = a.first;
+        const std::string msg = "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
+                                megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +
+                                "\" holds the most state (about " + megabytes(static_cast<std::int64_t>(most)) +
+                                "). Raise the limit and reload, or drop or re-declare that aggregation.";
+        pg_call([&] { ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str()))); });
+        memory_blocked_ = true;
+        set_status("error", msg);
+    }
+    // Consume nothing; keep looking for a reload or changed aggregations (wait_ms reloads).
+    wait_ms(kIdleCheckMs);
+    bool rebuild = false;
+    in_transaction([&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
+    if (rebuild) {
+        drop_pipeline();
+        memory_blocked_ = false;
+    }
+    return true;
+}
+
+void SourceWorker::fail(const std::string& what) {
+    memory_blocked_ = false;
+    drop_pipeline();
+    const std::string msg = what;
+    pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
+    status_rule_.worker_failed(msg);
+    set_status("error", msg);
+}
+
+void SourceWorker::set_status(const std::string& status, const std::string& error) {
+    if (!status_board_.change(status, error)) return;
+    try {
+        in_transaction([&] {
+            if (!extension_present()) return;
+            write_source_status(source_id_, status, error);
+        });
+    } catch (const std::exception&) {
+        // Status is best effort; the error itself is logged by fail().
+    }
+}
+
+void SourceWorker::show_status(core::Millis now) {
+    StatusRule::Shown shown;
+    if (status_rule_.decide(now, &shown)) set_status(shown.status, shown.error);
+}
+
+}  // namespace stoatflow::pg
+
+using namespace stoatflow::pg;
+
+void stoatflow_source_worker_main(Datum arg) {
+    worker_connect();
+    BackgroundStep::join_at_exit();
+    const int32 id = DatumGetInt32(arg);
+    cpp_call([id] { SourceWorker(id, wall_clock()).run(); });
+    proc_exit(0);
+}

@@ -1,0 +1,116 @@
+// What the launcher and the source workers share: signal handling, transactions, the latch
+// wait with interrupts checked, the per-iteration memory context, the source status row.
+#include "stoatflow/pg/worker_loop.hpp"
+
+#include "stoatflow/pg/settings.hpp"
+#include "stoatflow/pg/spi.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/latch.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+}
+
+namespace stoatflow::pg {
+
+volatile sig_atomic_t got_sigterm = 0;
+
+namespace {
+
+void handle_sigterm(SIGNAL_ARGS) {
+    const int save_errno = errno;
+    got_sigterm = 1;
+    SetLatch(MyLatch);
+    errno = save_errno;
+}
+
+const SystemClock system_clock;
+
+}  // namespace
+
+const Clock& wall_clock() { return system_clock; }
+
+void worker_connect() {
+    pqsignal(SIGHUP, SignalHandlerForConfigReload);
+    pqsignal(SIGTERM, handle_sigterm);
+    BackgroundWorkerUnblockSignals();
+    BackgroundWorkerInitializeConnection(database_name, nullptr, 0);
+    // The worker runs as the bootstrap superuser: right after connecting it pins its own path,
+    // so nothing a database or role setting puts on search_path can shadow a function or
+    // operator its SQL uses (SPEC 10). PGC_S_OVERRIDE also outranks any later SET by code it runs.
+    SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+void in_transaction_impl(void (*call)(void*), void* arg) {
+    MemoryContext outer = CurrentMemoryContext;
+    pg_call([] {
+        SetCurrentStatementStartTimestamp();
+        StartTransactionCommand();
+        PushActiveSnapshot(GetTransactionSnapshot());
+    });
+    try {
+        SpiSession spi;
+        call(arg);
+        spi.finish();
+        pg_call([] {
+            PopActiveSnapshot();
+            CommitTransactionCommand();
+        });
+    } catch (...) {
+        pg_call([] { AbortCurrentTransaction(); });
+        MemoryContextSwitchTo(outer);
+        throw;
+    }
+    MemoryContextSwitchTo(outer);
+}
+
+void reload_config_if_pending() {
+    pg_call([] {
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+    });
+}
+
+void wait_ms(long ms) {
+    pg_call([&] {
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+    });
+    reload_config_if_pending();
+}
+
+LoopMemory::LoopMemory()
+    : context_(pg_call([&] { return AllocSetContextCreate(TopMemoryContext, "stoatflow worker loop", ALLOCSET_DEFAULT_SIZES); })) {}
+
+void LoopMemory::next_iteration() {
+    pg_call([&] {
+        MemoryContextSwitchTo(context_);
+        MemoryContextReset(context_);
+    });
+}
+
+bool extension_present() {
+    spi_exec("SELECT pg_catalog.to_regclass('stoatflow.source') IS NOT NULL");
+    return *spi_bool(0, 1);
+}
+
+void write_source_status(std::int32_t source_id, const std::string& status, const std::string& error) {
+    spi_exec("INSERT INTO stoatflow.source_status (source_id, status, last_error, updated_at) "
+             "SELECT $1, $2, CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $3 END, pg_catalog.now() "
+             "WHERE EXISTS (SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1) "
+             "ON CONFLICT (source_id) DO UPDATE SET status = EXCLUDED.status, "
+             "last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at",
+             {arg_int32(source_id), arg_text(status), arg_text(error)});
+}
+
+}  // namespace stoatflow::pg
