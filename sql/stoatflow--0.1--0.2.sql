@@ -62,6 +62,19 @@ AS 'MODULE_PATHNAME', 'stoatflow__is_secret_option';
 UPDATE stoatflow.source SET kafka_options_masked = stoatflow._mask_options(kafka_options);
 ALTER TABLE stoatflow.source ALTER COLUMN kafka_options_masked SET NOT NULL;
 
+-- Rules owned by C++ that the declarations ask instead of repeating: the sink's shape (the
+-- columns the worker writes), a field path, and the names of window kinds and emit strategies.
+CREATE FUNCTION stoatflow._sink_columns(aggregates text,
+    OUT column_name text, OUT column_type text, OUT definition text)
+RETURNS SETOF record LANGUAGE C STABLE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__sink_columns';
+CREATE FUNCTION stoatflow._check_field_path(what text, path text)
+RETURNS void LANGUAGE C IMMUTABLE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__check_field_path';
+CREATE FUNCTION stoatflow._check_names(window_kind text, emit text)
+RETURNS void LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'stoatflow__check_names';
+
 -- The schemas of the caller's search_path (for create_aggregation, which pins its own).
 CREATE FUNCTION stoatflow._caller_search_path()
 RETURNS text[] LANGUAGE C STABLE
@@ -154,10 +167,10 @@ BEGIN
         (SELECT array_agg(k ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)),
         (SELECT array_agg(v #>> '{}' ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)));
     IF key IS NOT NULL THEN
-        PERFORM stoatflow._parse_aggregates(format('min(%L)', key));
+        PERFORM stoatflow._check_field_path('key', key);
     END IF;
     IF event_time IS NOT NULL THEN
-        PERFORM stoatflow._parse_aggregates(format('min(%L)', event_time));
+        PERFORM stoatflow._check_field_path('event_time', event_time);
     END IF;
 
     PERFORM stoatflow._wake_launcher();
@@ -274,13 +287,12 @@ DECLARE
     advance_ms  bigint;
     grace_ms    bigint;
     chk         record;
-    fns text[]; fields text[]; cols text[]; types text[];
+    fns text[]; fields text[]; cols text[];
     sink_oid    oid;
     sink_name   text := format('%I.%I', sink_schema, sink_table);
     used_by     text;
     col         record;
     coldefs     text;
-    i           integer;
 BEGIN
     PERFORM stoatflow._check_name('aggregation', aggregation_name);
     -- PostgreSQL would truncate longer names, and two sinks could become one (SPEC 10).
@@ -304,15 +316,7 @@ BEGIN
             USING ERRCODE = 'null_value_not_allowed',
                   HINT = 'Use stoatflow.tumbling(), hopping(), sliding() or session().';
     END IF;
-    IF emit IS NULL OR emit NOT IN ('on_window_update', 'on_window_close') THEN
-        RAISE EXCEPTION 'unknown emit strategy "%"', emit
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use ''on_window_update'' (a row per change, final when closed) or ''on_window_close'' (one final row per window).';
-    END IF;
-    IF win.kind NOT IN ('tumbling', 'hopping', 'sliding', 'session') THEN
-        RAISE EXCEPTION 'unknown window kind "%"', win.kind USING ERRCODE = 'invalid_parameter_value',
-            HINT = 'Use stoatflow.tumbling(), hopping(), sliding() or session().';
-    END IF;
+    PERFORM stoatflow._check_names(win.kind, emit);
     size_ms := stoatflow._interval_ms(win.size, 'window size');
     advance_ms := CASE win.kind WHEN 'tumbling' THEN size_ms
                                 WHEN 'hopping' THEN stoatflow._interval_ms(win.advance, 'advance')
@@ -324,8 +328,8 @@ BEGIN
         RAISE EXCEPTION 'aggregates must not be NULL' USING ERRCODE = 'null_value_not_allowed',
             HINT = 'For example: ''count(*) AS views, sum(amount) AS revenue''.';
     END IF;
-    SELECT array_agg(p.fn), array_agg(p.field), array_agg(p.column_name), array_agg(p.column_type)
-      INTO fns, fields, cols, types FROM stoatflow._parse_aggregates(aggregates) p;
+    SELECT array_agg(p.fn), array_agg(p.field), array_agg(p.column_name)
+      INTO fns, fields, cols FROM stoatflow._parse_aggregates(aggregates) p;
 
     -- The sink: an existing table must have the right shape and be writable by the owner;
     -- a new one is created in a schema where the owner may create tables.
@@ -351,10 +355,7 @@ BEGIN
                 USING ERRCODE = 'duplicate_object', HINT = 'Give each aggregation a sink of its own.';
         END IF;
         FOR col IN
-            SELECT c.name, c.type FROM unnest(
-                ARRAY['key', 'window_start', 'window_end'] || cols || ARRAY['event_time', 'final'],
-                ARRAY['text', 'timestamp with time zone', 'timestamp with time zone'] || types
-                    || ARRAY['timestamp with time zone', 'boolean']) AS c(name, type)
+            SELECT c.column_name AS name, c.column_type AS type FROM stoatflow._sink_columns(aggregates) c
         LOOP
             IF NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = sink_oid
                              AND a.attname = col.name AND a.attnum > 0 AND NOT a.attisdropped) THEN
@@ -391,13 +392,9 @@ BEGIN
             RAISE EXCEPTION 'permission denied to create sink table % in schema %', sink_name, sink_schema
                 USING ERRCODE = 'insufficient_privilege';
         END IF;
-        coldefs := '';
-        FOR i IN 1 .. array_length(cols, 1) LOOP
-            coldefs := coldefs || format('%I %s, ', cols[i], types[i]);
-        END LOOP;
-        EXECUTE format('CREATE TABLE %s (key text NOT NULL, window_start timestamptz NOT NULL, '
-                       'window_end timestamptz NOT NULL, %s event_time timestamptz NOT NULL, '
-                       'final boolean NOT NULL DEFAULT false, PRIMARY KEY (key, window_start)) '
+        SELECT string_agg(format('%I %s, ', c.column_name, c.definition), '')
+          INTO coldefs FROM stoatflow._sink_columns(aggregates) c;
+        EXECUTE format('CREATE TABLE %s (%s PRIMARY KEY (key, window_start)) '
                        -- room on each page, so rewriting a window is a HOT update (no index entry)
                        'WITH (fillfactor = 70)',
                        sink_name, coldefs);
@@ -551,3 +548,6 @@ REVOKE ALL ON FUNCTION stoatflow._is_secret_option(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._mask_options(jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._caller_search_path() FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._sink_columns(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._check_field_path(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._check_names(text, text) FROM PUBLIC;

@@ -23,6 +23,13 @@ const char* to_string(WindowKind kind) {
     return "unknown";
 }
 
+WindowKind window_kind_from_name(const std::string& name) {
+    for (WindowKind k : {WindowKind::Tumbling, WindowKind::Hopping, WindowKind::Sliding, WindowKind::Session})
+        if (name == to_string(k)) return k;
+    throw Error(sqlstate::kInvalidParameterValue, "unknown window kind \"" + name + "\"",
+                "Use stoatflow.tumbling(), hopping(), sliding() or session().");
+}
+
 WindowSpec WindowSpec::tumbling(Millis size, Millis grace) {
     return {WindowKind::Tumbling, size, size, grace};
 }

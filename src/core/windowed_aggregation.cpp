@@ -14,8 +14,8 @@ const char* to_string(EmitStrategy e) {
 }
 
 EmitStrategy emit_strategy_from_name(const std::string& name) {
-    if (name == "on_window_update") return EmitStrategy::OnWindowUpdate;
-    if (name == "on_window_close") return EmitStrategy::OnWindowClose;
+    for (EmitStrategy e : {EmitStrategy::OnWindowUpdate, EmitStrategy::OnWindowClose})
+        if (name == to_string(e)) return e;
     throw Error(sqlstate::kInvalidParameterValue, "unknown emit strategy \"" + name + "\"",
                 "Use 'on_window_update' (a row per change, final when closed) or "
                 "'on_window_close' (one final row per window).");

@@ -39,33 +39,19 @@ Consumer::Consumer(const std::string& brokers,
             fail("kafka option \"" + k + "\" rejected: " + err);
         }
     };
-    // Defaults the source's kafka_options may override. librdkafka stops fetching a
-    // partition whose prefetch queue passes queued.min.messages or
-    // queued.max.messages.kbytes and resumes only when its broker thread next decides what
-    // to fetch, which can be long after the queue drained: a worker slower than the fetcher
-    // then waits for records most of the time. Measured
-    // (2 M events, 20 partitions, 0.5 us of work per record): 16 MiB per partition 10.2 s,
-    // 32 MiB 3.3 s, 64 MiB with a message count that never binds 1.7 s (no work: 0.7 s).
-    // So: the count never binds, and the byte bound is librdkafka's default (64 MiB per
-    // partition; memory only fills while the worker is behind). Sources with many
-    // partitions can lower it with kafka_options.
-    set("queued.min.messages", "10000000");
-    set("queued.max.messages.kbytes", "65536");
-    set("fetch.wait.max.ms", "100");
+    // The rules (defaults, what is forced, what would load code) are options.cpp's.
+    for (const auto& [k, v] : consumer_defaults()) set(k, v);
     // Declarations refuse these already; a catalog written otherwise must not load code either.
     for (const auto& [k, v] : options)
-        if (classify_option(k) == OptionKind::RunsCode)
+        if (classify_option(k) == OptionKind::RunsCode) {
+            rd_kafka_conf_destroy(conf);
             throw Error(sqlstate::kInsufficientPrivilege, "kafka option \"" + k + "\" is not allowed");
+        }
     for (const auto& [k, v] : options) set(k, v);
     set("bootstrap.servers", brokers);
     set("group.id", group_id);
-    set("enable.auto.commit", "false");
-    set("enable.auto.offset.store", "false");
-    set("enable.partition.eof", "true");
-    // Positions are always explicit; one that falls out of the log is reported, never
-    // silently moved (see take_out_of_range).
-    set("auto.offset.reset", "error");
-    set("isolation.level", "read_committed");
+    for (const auto& m : managed_options())
+        if (m.value) set(m.name, m.value);
     rd_kafka_conf_set_error_cb(conf, &ConsumerCallbacks::on_error);
     rd_kafka_conf_set_log_cb(conf, &ConsumerCallbacks::on_log);
     rd_kafka_conf_set_opaque(conf, this);

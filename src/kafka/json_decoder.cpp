@@ -3,6 +3,7 @@
 #include "stoatflow/kafka/json_decoder.hpp"
 
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/utf8.hpp"
 
 // Match the packaged library's build (its pkg-config Cflags), whichever build compiles us.
 #ifndef SIMDJSON_THREADS_ENABLED
@@ -164,36 +165,10 @@ bool token_to_double(std::string_view t, double& out) {
     return magnitude <= 0;
 }
 
-// Length of the well-formed UTF-8 sequence at s[0..n), or 0 if it is not one.
-std::size_t utf8_sequence(const unsigned char* s, std::size_t n) {
-    const unsigned c = s[0];
-    if (c < 0x80) return 1;
-    std::size_t len;
-    unsigned lo = 0x80, hi = 0xBF;  // range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        if (c == 0xE0) lo = 0xA0;  // overlong
-        if (c == 0xED) hi = 0x9F;  // surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        if (c == 0xF0) lo = 0x90;  // overlong
-        if (c == 0xF4) hi = 0x8F;  // beyond U+10FFFF
-    } else {
-        return 0;
-    }
-    if (n < len || s[1] < lo || s[1] > hi) return 0;
-    for (std::size_t k = 2; k < len; ++k)
-        if (s[k] < 0x80 || s[k] > 0xBF) return 0;
-    return len;
-}
-
 // Appends an excerpt of at most kExcerptBytes bytes of s (in quotes unless a number token):
 // valid UTF-8 is kept, quotes and backslashes are escaped, control characters and invalid
 // bytes become \xNN, so the detail is always storable text.
 void append_excerpt(std::string& out, std::string_view s, bool quoted = true) {
-    static constexpr char kHex[] = "0123456789abcdef";
     const auto* u = reinterpret_cast<const unsigned char*>(s.data());
     const std::size_t limit = std::min(s.size(), kExcerptBytes);
     std::size_t i = 0;
@@ -206,15 +181,13 @@ void append_excerpt(std::string& out, std::string_view s, bool quoted = true) {
             ++i;
             continue;
         }
-        const std::size_t len = c >= 0x80 ? utf8_sequence(u + i, s.size() - i) : 0;
+        const std::size_t len = c >= 0x80 ? core::utf8_sequence_length(u + i, s.size() - i) : 0;
         if (len != 0) {
             if (i + len > limit) break;  // do not cut a character in half
             out.append(s.data() + i, len);
             i += len;
         } else {
-            out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
+            core::append_byte_escape(out, c);
             ++i;
         }
     }
@@ -643,7 +616,7 @@ struct JsonDecoder::Impl {
             append_excerpt(detail, text);
             return DecodeError::InvalidText;
         }
-        if (!simdjson::validate_utf8(text.data(), text.size())) {
+        if (!core::is_valid_utf8(text.data(), text.size())) {
             detail = "the key is not valid UTF-8: ";
             append_excerpt(detail, text);
             return DecodeError::InvalidText;

@@ -7,16 +7,32 @@
 #include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/spi.hpp"
 
+extern "C" {
+#include "catalog/pg_type.h"
+}
+
 namespace stoatflow::pg {
 
 core::WindowSpec window_spec_from(const std::string& kind, core::Millis size, core::Millis advance,
                                   core::Millis grace) {
-    if (kind == "tumbling") return core::WindowSpec::tumbling(size, grace);
-    if (kind == "hopping") return core::WindowSpec::hopping(size, advance, grace);
-    if (kind == "sliding") return core::WindowSpec::sliding(size, grace);
-    if (kind == "session") return core::WindowSpec::session(size, grace);
-    throw Error(sqlstate::kInvalidParameterValue, "unknown window kind \"" + kind + "\"",
-                "Build windows with stoatflow.tumbling(), hopping(), sliding() or session().");
+    switch (core::window_kind_from_name(kind)) {
+    case core::WindowKind::Tumbling: return core::WindowSpec::tumbling(size, grace);
+    case core::WindowKind::Hopping: return core::WindowSpec::hopping(size, advance, grace);
+    case core::WindowKind::Sliding: return core::WindowSpec::sliding(size, grace);
+    case core::WindowKind::Session: return core::WindowSpec::session(size, grace);
+    }
+    throw Error(sqlstate::kInternalError, "unhandled window kind");
+}
+
+SqlType sql_type(core::ColumnType t) {
+    // The one ColumnType -> SQL type table: sink columns, the declarations' shape checks and
+    // window_state all read it. Names as format_type() spells them.
+    switch (t) {
+    case core::ColumnType::BigInt: return {INT8OID, "bigint"};
+    case core::ColumnType::Double: return {FLOAT8OID, "double precision"};
+    case core::ColumnType::Numeric: return {NUMERICOID, "numeric"};
+    }
+    throw Error(sqlstate::kInternalError, "unhandled column type");
 }
 
 const char* agg_fn_catalog_name(core::AggFn fn) {
@@ -56,8 +72,8 @@ SourceDef source_from_row(std::uint64_t r) {
     Datum names = spi_datum(r, 11, &null_names);
     Datum values = spi_datum(r, 12, &null_values);
     if (!null_names && !null_values) {
-        auto n = text_array_to_vector(DatumGetArrayTypeP(names));
-        auto v = text_array_to_vector(DatumGetArrayTypeP(values));
+        auto n = text_array_to_vector(names);
+        auto v = text_array_to_vector(values);
         for (std::size_t i = 0; i < n.size() && i < v.size(); ++i) s.kafka_options.emplace_back(n[i], v[i]);
     }
     if (const auto limit = spi_int64(r, 13)) s.future_limit = *limit;
@@ -77,9 +93,9 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     a.name = *spi_text(r, 2);
     a.spec = window_spec_from(*spi_text(r, 3), *spi_int64(r, 4), *spi_int64(r, 5), *spi_int64(r, 6));
     bool isnull;
-    auto fns = text_array_to_vector(DatumGetArrayTypeP(spi_datum(r, 7, &isnull)));
-    auto fields = text_array_to_vector(DatumGetArrayTypeP(spi_datum(r, 8, &isnull)));
-    auto columns = text_array_to_vector(DatumGetArrayTypeP(spi_datum(r, 9, &isnull)));
+    auto fns = text_array_to_vector(spi_datum(r, 7, &isnull));
+    auto fields = text_array_to_vector(spi_datum(r, 8, &isnull));
+    auto columns = text_array_to_vector(spi_datum(r, 9, &isnull));
     for (std::size_t i = 0; i < fns.size(); ++i)
         a.aggregates.push_back({agg_fn_from_catalog(fns[i]), fields.at(i), columns.at(i)});
     a.emit = core::emit_strategy_from_name(*spi_text(r, 10));

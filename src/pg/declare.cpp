@@ -9,6 +9,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <cctype>
 #include <memory>
 #include <string>
@@ -17,6 +18,7 @@
 #include "stoatflow/pg/guard.hpp"
 #include "stoatflow/pg/catalog.hpp"
 #include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/sink_writer.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -48,7 +50,7 @@ using namespace stoatflow::pg;
 STOATFLOW_FUNCTION(stoatflow__check_window) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
         throw Error(sqlstate::kInvalidParameterValue, "window kind, size and grace must not be NULL");
-    const std::string kind = text_to_string(PG_GETARG_TEXT_PP(0));
+    const std::string kind = text_to_string(PG_GETARG_DATUM(0));
     const core::Millis size = PG_GETARG_INT64(1);
     const core::Millis advance = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
     const core::Millis grace = PG_GETARG_INT64(3);
@@ -199,24 +201,15 @@ std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& li
     return normalized;
 }
 
-const char* stoatflow::pg::sql_type_name(core::ColumnType t) {
-    switch (t) {
-    case core::ColumnType::BigInt: return "bigint";
-    case core::ColumnType::Double: return "double precision";
-    case core::ColumnType::Numeric: return "numeric";
-    }
-    return "text";
-}
-
 // _parse_aggregates(text) → SETOF (fn, field, column_name, column_type)
 STOATFLOW_FUNCTION(stoatflow__parse_aggregates) {
-    const std::string list = text_to_string(PG_GETARG_TEXT_PP(0));
+    const std::string list = text_to_string(PG_GETARG_DATUM(0));
     const auto specs = parse_aggregates(list);
     pg_call([&] { InitMaterializedSRF(fcinfo, 0); });
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     for (const auto& s : specs) {
         const std::string fn = agg_fn_catalog_name(s.fn);
-        const char* type = sql_type_name(core::column_type(s.fn));
+        const char* type = sql_type(core::column_type(s.fn)).name;
         pg_call([&] {
             Datum values[4] = {CStringGetTextDatum(fn.c_str()), CStringGetTextDatum(s.field.c_str()),
                                CStringGetTextDatum(s.column.c_str()), CStringGetTextDatum(type)};
@@ -225,6 +218,57 @@ STOATFLOW_FUNCTION(stoatflow__parse_aggregates) {
         });
     }
     return (Datum)0;
+}
+
+// _sink_columns(aggregates) → SETOF (column_name, column_type, definition): the sink's shape as the
+// worker writes it (sink_columns), for create_aggregation to check an existing sink against and to
+// create a missing one from. column_type as format_type() spells it.
+STOATFLOW_FUNCTION(stoatflow__sink_columns) {
+    const std::string list = text_to_string(PG_GETARG_DATUM(0));
+    const auto specs = parse_aggregates(list);
+    const Columns cols = sink_columns(core::AggLayout(specs));
+    pg_call([&] { InitMaterializedSRF(fcinfo, 0); });
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    for (std::size_t c = 0; c < cols.names.size(); ++c) {
+        const std::string& name = cols.names[c];
+        const bool aggregate = std::any_of(specs.begin(), specs.end(),
+                                           [&](const core::AggSpec& s) { return s.column == name; });
+        // An aggregate over no value is NULL (min, max, avg); the window's own columns never are.
+        const char* constraint = aggregate ? "" : name == "final" ? " NOT NULL DEFAULT false" : " NOT NULL";
+        const Oid type = cols.types[c];
+        pg_call([&] {
+            const char* type_name = format_type_be(type);
+            const std::string definition = std::string(type_name) + constraint;
+            Datum values[3] = {CStringGetTextDatum(name.c_str()), CStringGetTextDatum(type_name),
+                               CStringGetTextDatum(definition.c_str())};
+            bool nulls[3] = {false, false, false};
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        });
+    }
+    return (Datum)0;
+}
+
+// _check_field_path(what, path): a source's key or event-time path, judged as the field path it
+// is (not as an aggregate's default column name, which could be too long where the path is not).
+STOATFLOW_FUNCTION(stoatflow__check_field_path) {
+    const std::string what = text_to_string(PG_GETARG_DATUM(0));
+    const std::string path = text_to_string(PG_GETARG_DATUM(1));
+    try {
+        core::validate_field_path(path);
+    } catch (const Error& e) {
+        throw Error(e.sqlstate(), what + ": " + e.what(), e.hint());
+    }
+    PG_RETURN_VOID();
+}
+
+// _check_names(window_kind, emit): the names the core knows (window_kind_from_name,
+// emit_strategy_from_name), so that the declarations never spell them out themselves.
+STOATFLOW_FUNCTION(stoatflow__check_names) {
+    if (PG_ARGISNULL(1)) core::emit_strategy_from_name("<NULL>");
+    core::emit_strategy_from_name(text_to_string(PG_GETARG_DATUM(1)));
+    if (PG_ARGISNULL(0)) core::window_kind_from_name("<NULL>");
+    core::window_kind_from_name(text_to_string(PG_GETARG_DATUM(0)));
+    PG_RETURN_VOID();
 }
 
 // ---------------------------------------------------------------------------------
@@ -310,10 +354,10 @@ STOATFLOW_FUNCTION(stoatflow__check_kafka_config) {
     if (PG_ARGISNULL(0))
         throw Error(sqlstate::kInvalidParameterValue, "brokers must not be NULL",
                     "Give bootstrap servers as host:port, comma-separated.");
-    const std::string brokers = text_to_string(PG_GETARG_TEXT_PP(0));
+    const std::string brokers = text_to_string(PG_GETARG_DATUM(0));
     std::vector<std::string> names, values;
-    if (!PG_ARGISNULL(1)) names = text_array_to_vector(PG_GETARG_ARRAYTYPE_P(1));
-    if (!PG_ARGISNULL(2)) values = text_array_to_vector(PG_GETARG_ARRAYTYPE_P(2));
+    if (!PG_ARGISNULL(1)) names = text_array_to_vector(PG_GETARG_DATUM(1));
+    if (!PG_ARGISNULL(2)) values = text_array_to_vector(PG_GETARG_DATUM(2));
     if (names.size() != values.size())
         throw Error(sqlstate::kInvalidParameterValue, "kafka option names and values do not match");
     // The role that called create_source (this runs inside it, as its definer).
@@ -326,7 +370,7 @@ STOATFLOW_FUNCTION(stoatflow__check_kafka_config) {
 
 // _is_secret_option(name): the one secret rule (kafka::is_secret_option), for the install script.
 STOATFLOW_FUNCTION(stoatflow__is_secret_option) {
-    const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
+    const std::string name = text_to_string(PG_GETARG_DATUM(0));
     PG_RETURN_BOOL(kafka::is_secret_option(name));
 }
 

@@ -23,7 +23,7 @@ using namespace stoatflow::pg;
 STOATFLOW_FUNCTION(stoatflow_resync_sink) {
     if (PG_ARGISNULL(0))
         throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
-    const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
+    const std::string name = text_to_string(PG_GETARG_DATUM(0));
     SpiSession spi;
     const AggregationDef def = load_aggregation(name);
     const Oid caller = GetOuterUserId();

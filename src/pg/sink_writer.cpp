@@ -142,17 +142,7 @@ void sink_values(const core::AggLayout& layout, const std::vector<const core::Si
 
 }  // namespace
 
-Oid sink_column_type(core::ColumnType t) {
-    switch (t) {
-    case core::ColumnType::BigInt:
-        return INT8OID;
-    case core::ColumnType::Double:
-        return FLOAT8OID;
-    case core::ColumnType::Numeric:
-        return NUMERICOID;
-    }
-    return TEXTOID;
-}
+Oid sink_column_type(core::ColumnType t) { return sql_type(t).oid; }
 
 Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core::AggCell& cell,
                         bool* isnull) {
@@ -265,7 +255,7 @@ void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, O
         values.clear();
         nulls.clear();
         sink_values(layout, fresh, values, nulls);
-        if (!in_subtransaction("23505",
+        if (!in_subtransaction(sqlstate::kUniqueViolation,
                                [&] { append_or_insert(sink, table, cols, values, nulls, true); }))
             insert_rows(table, cols, values, nulls, kSinkKey);
     });

@@ -140,7 +140,7 @@ std::optional<std::string> spi_text(std::uint64_t row, int col) {
     const Oid type = SPI_gettypeid(SPI_tuptable->tupdesc, col);
     if (type == TEXTOID || type == NAMEOID || type == VARCHAROID) {
         if (type == NAMEOID) return std::string(NameStr(*DatumGetName(d)));
-        return text_to_string(DatumGetTextPP(d));
+        return text_to_string(d);
     }
     char* s = pg_call([&] { return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col); });
     return std::string(s);
@@ -176,19 +176,23 @@ std::optional<std::string> spi_bytea(std::uint64_t row, int col) {
     return std::string(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
 }
 
-std::string text_to_string(const text* t) {
-    const text* d = pg_call([&] { return pg_detoast_datum_packed(const_cast<text*>(t)); });
+std::string text_to_string(Datum value) {
+    // Detoasting reads (and may fail on) a TOAST table: inside pg_call, like every call that can raise.
+    const text* d = pg_call([&] { return DatumGetTextPP(value); });
     return std::string(VARDATA_ANY(d), VARSIZE_ANY_EXHDR(d));
 }
 
-std::vector<std::string> text_array_to_vector(ArrayType* a) {
+std::vector<std::string> text_array_to_vector(Datum value) {
     Datum* elems;
     bool* nulls;
     int n;
-    pg_call([&] { deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n); });
+    pg_call([&] {
+        ArrayType* a = DatumGetArrayTypeP(value);
+        deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+    });
     std::vector<std::string> out;
     out.reserve(n);
-    for (int i = 0; i < n; ++i) out.push_back(nulls[i] ? std::string() : text_to_string(DatumGetTextPP(elems[i])));
+    for (int i = 0; i < n; ++i) out.push_back(nulls[i] ? std::string() : text_to_string(elems[i]));
     return out;
 }
 

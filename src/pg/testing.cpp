@@ -31,7 +31,9 @@ public:
 };
 
 const char* text_arg_or_null(FunctionCallInfo fcinfo, int n) {
-    return PG_ARGISNULL(n) ? nullptr : text_to_cstring(PG_GETARG_TEXT_PP(n));
+    if (PG_ARGISNULL(n)) return nullptr;
+    const Datum d = PG_GETARG_DATUM(n);
+    return stoatflow::pg::pg_call([&] { return TextDatumGetCString(d); });
 }
 
 }  // namespace
@@ -44,14 +46,14 @@ STOATFLOW_FUNCTION(stoatflow__test_raise_cpp) {
     const char* hint = text_arg_or_null(fcinfo, 2);
     DestructorProbe probe;
     if (sqlstate == nullptr || message == nullptr)
-        throw stoatflow::Error("22004", "sqlstate and message must not be null");
+        throw stoatflow::Error(stoatflow::sqlstate::kNullValueNotAllowed, "sqlstate and message must not be null");
     throw stoatflow::Error(sqlstate, message, hint == nullptr ? std::string() : hint);
 }
 
 // _test_raise_std(kind): throws what is not a stoatflow::Error: 'runtime_error' (-> XX000),
 // 'bad_alloc' (-> 53200) or 'non_std' (an int, -> XX000).
 STOATFLOW_FUNCTION(stoatflow__test_raise_std) {
-    const std::string kind = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    const std::string kind = text_arg_or_null(fcinfo, 0);
     DestructorProbe probe;
     if (kind == "runtime_error")
         throw std::runtime_error("std::runtime_error thrown by stoatflow._test_raise_std");
@@ -67,7 +69,7 @@ STOATFLOW_FUNCTION(stoatflow__test_raise_std) {
 // (int4div(1, 0), 22012) must come back as a PgError after the inner probe's destructor ran, and
 // reach SQL with the original SQLSTATE and message; 'none' returns 42 from int4in('42').
 STOATFLOW_FUNCTION(stoatflow__test_pg_error_in_cpp) {
-    const char* kind_arg = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    const char* kind_arg = text_arg_or_null(fcinfo, 0);
     DestructorProbe outer;
     const std::string kind(kind_arg);
     const std::int64_t destroyed_before = probes_destroyed;
@@ -100,7 +102,7 @@ STOATFLOW_FUNCTION(stoatflow__test_pg_error_in_cpp) {
 STOATFLOW_FUNCTION(stoatflow__test_guard_counters) {
     TupleDesc tupdesc;
     if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
-        throw stoatflow::Error("42804", "_test_guard_counters must return a composite type");
+        throw stoatflow::Error(stoatflow::sqlstate::kDatatypeMismatch, "_test_guard_counters must return a composite type");
     tupdesc = BlessTupleDesc(tupdesc);
     Datum values[2] = {Int64GetDatum(probes_constructed), Int64GetDatum(probes_destroyed)};
     bool nulls[2] = {false, false};

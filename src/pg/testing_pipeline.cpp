@@ -24,11 +24,11 @@ using namespace stoatflow::pg;
 
 namespace {
 template <class T, class Get>
-std::vector<std::optional<T>> array_values(ArrayType* a, Oid elem, int16 len, bool byval, char align, Get get) {
+std::vector<std::optional<T>> array_values(Datum array, Oid elem, int16 len, bool byval, char align, Get get) {
     Datum* elems;
     bool* nulls;
     int n;
-    pg_call([&] { deconstruct_array(a, elem, len, byval, align, &elems, &nulls, &n); });
+    pg_call([&] { deconstruct_array(DatumGetArrayTypeP(array), elem, len, byval, align, &elems, &nulls, &n); });
     std::vector<std::optional<T>> out;
     for (int i = 0; i < n; ++i) out.push_back(nulls[i] ? std::nullopt : std::optional<T>(get(elems[i])));
     return out;
@@ -40,15 +40,15 @@ std::vector<std::optional<T>> array_values(ArrayType* a, Oid elem, int16 len, bo
 STOATFLOW_FUNCTION(stoatflow__process_messages) {
     for (int i = 0; i < 5; ++i)
         if (PG_ARGISNULL(i)) throw Error(sqlstate::kInvalidParameterValue, "arguments must not be NULL");
-    const std::string source = text_to_string(PG_GETARG_TEXT_PP(0));
-    auto parts = array_values<std::int32_t>(PG_GETARG_ARRAYTYPE_P(1), INT4OID, 4, true, TYPALIGN_INT,
+    const std::string source = text_to_string(PG_GETARG_DATUM(0));
+    auto parts = array_values<std::int32_t>(PG_GETARG_DATUM(1), INT4OID, 4, true, TYPALIGN_INT,
                                             [](Datum d) { return DatumGetInt32(d); });
-    auto keys = array_values<std::string>(PG_GETARG_ARRAYTYPE_P(2), TEXTOID, -1, false, TYPALIGN_INT,
-                                          [](Datum d) { return text_to_string(DatumGetTextPP(d)); });
-    auto stamps = array_values<std::int64_t>(PG_GETARG_ARRAYTYPE_P(3), INT8OID, 8, true, TYPALIGN_DOUBLE,
+    auto keys = array_values<std::string>(PG_GETARG_DATUM(2), TEXTOID, -1, false, TYPALIGN_INT,
+                                          [](Datum d) { return text_to_string(d); });
+    auto stamps = array_values<std::int64_t>(PG_GETARG_DATUM(3), INT8OID, 8, true, TYPALIGN_DOUBLE,
                                              [](Datum d) { return DatumGetInt64(d); });
-    auto payloads = array_values<std::string>(PG_GETARG_ARRAYTYPE_P(4), TEXTOID, -1, false, TYPALIGN_INT,
-                                              [](Datum d) { return text_to_string(DatumGetTextPP(d)); });
+    auto payloads = array_values<std::string>(PG_GETARG_DATUM(4), TEXTOID, -1, false, TYPALIGN_INT,
+                                              [](Datum d) { return text_to_string(d); });
     if (parts.size() != keys.size() || parts.size() != stamps.size() || parts.size() != payloads.size())
         throw Error(sqlstate::kInvalidParameterValue, "message arrays differ in length");
 

@@ -39,7 +39,7 @@ void sleep_interruptible(long ms) {
 
 STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
     if (PG_ARGISNULL(0)) throw Error(sqlstate::kInvalidParameterValue, "source name must not be NULL");
-    const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
+    const std::string name = text_to_string(PG_GETARG_DATUM(0));
     long timeout_ms = 60000;
     if (!PG_ARGISNULL(1)) {
         const Interval* iv = PG_GETARG_INTERVAL_P(1);

@@ -29,7 +29,7 @@ using namespace stoatflow::pg;
 
 STOATFLOW_FUNCTION(stoatflow_window_state) {
     if (PG_ARGISNULL(0)) throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
-    const std::string name = text_to_string(PG_GETARG_TEXT_PP(0));
+    const std::string name = text_to_string(PG_GETARG_DATUM(0));
     const Oid row_type = pg_call([&] { return get_fn_expr_argtype(fcinfo->flinfo, 1); });
     if (!pg_call([&] { return type_is_rowtype(row_type); }))
         throw Error(sqlstate::kDatatypeMismatch, "window_state needs a row of the sink's type as its second argument",

@@ -19,9 +19,6 @@ using namespace stoatflow::pg;
 
 namespace {
 
-// Null_value_not_allowed, as PL/pgSQL's checks raised it in 0.1.
-constexpr const char* kNullValueNotAllowed = "22004";
-
 std::string interval_text(Datum iv) {
     const char* s = pg_call([&] { return DatumGetCString(DirectFunctionCall1(interval_out, iv)); });
     return s;
@@ -47,11 +44,11 @@ Datum make_window(FunctionCallInfo fcinfo, const std::string& kind) {
                              : kind == "session" ? "inactivity_gap"
                                                  : "size";
     if (PG_ARGISNULL(0))
-        throw Error(kNullValueNotAllowed, kind + " window " + what + " must not be NULL");
+        throw Error(sqlstate::kNullValueNotAllowed, kind + " window " + what + " must not be NULL");
     if (hopping && PG_ARGISNULL(1))
-        throw Error(kNullValueNotAllowed, "hopping window advance must not be NULL");
+        throw Error(sqlstate::kNullValueNotAllowed, "hopping window advance must not be NULL");
     if (PG_ARGISNULL(grace_arg))
-        throw Error(kNullValueNotAllowed, kind + " window grace must not be NULL",
+        throw Error(sqlstate::kNullValueNotAllowed, kind + " window grace must not be NULL",
                     "Use '0' for no grace.");
     const core::Millis size = argument_ms(fcinfo, 0, what);
     const core::Millis advance = hopping ? argument_ms(fcinfo, 1, "advance") : size;

@@ -58,3 +58,14 @@ TEST(KafkaOptions, Secrets) {
     for (const char* n : {"security.protocol", "sasl.username", "client.id"})
         EXPECT_FALSE(is_secret_option(n)) << n;
 }
+
+// One owner: what the consumer forces is exactly what a source may not give, and what it only
+// defaults a source may override.
+TEST(KafkaOptions, ForcedSettingsAreManagedDefaultsAreNot) {
+    for (const auto& m : managed_options()) {
+        EXPECT_EQ(classify_option(m.name), OptionKind::Managed) << m.name;
+        EXPECT_EQ(sqlstate_of(m.name, true), "22023") << m.name;
+    }
+    for (const auto& [name, value] : consumer_defaults())
+        EXPECT_EQ(classify_option(name), OptionKind::Ordinary) << name;
+}

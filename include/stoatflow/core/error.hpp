@@ -8,9 +8,13 @@
 
 namespace stoatflow {
 
-// SQLSTATE codes the core uses (PostgreSQL's errcodes.txt).
+// SQLSTATE codes stoatflow raises or tests for (PostgreSQL's errcodes.txt): the only place they are
+// spelled out in C++.
 namespace sqlstate {
+inline constexpr const char* kConnectionFailure = "08006";
+inline constexpr const char* kNullValueNotAllowed = "22004";
 inline constexpr const char* kInvalidParameterValue = "22023";
+inline constexpr const char* kUniqueViolation = "23505";
 inline constexpr const char* kSyntaxError = "42601";
 inline constexpr const char* kUndefinedFunction = "42883";
 inline constexpr const char* kDuplicateColumn = "42701";

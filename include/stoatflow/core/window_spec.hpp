@@ -11,6 +11,9 @@ namespace stoatflow::core {
 enum class WindowKind { Tumbling, Hopping, Sliding, Session };
 
 const char* to_string(WindowKind kind);
+// The kind a name spells (to_string's inverse); throws Error 22023 for any other name. The one
+// place window-kind names are judged: catalog loading and the SQL declarations ask it.
+WindowKind window_kind_from_name(const std::string& name);
 
 // Upper bound for any size, gap, advance or grace: ten years. Larger values are
 // almost certainly a unit mistake, and keeping them bounded rules out overflow.

@@ -21,7 +21,7 @@ struct rd_kafka_queue_s;
 namespace stoatflow::kafka {
 
 // SQLSTATE for broker trouble: connection_failure.
-inline constexpr const char* kKafkaSqlstate = "08006";
+inline constexpr const char* kKafkaSqlstate = sqlstate::kConnectionFailure;
 
 inline constexpr std::int64_t kOffsetBeginning = -2;
 inline constexpr std::int64_t kOffsetEnd = -1;

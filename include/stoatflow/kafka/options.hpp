@@ -5,8 +5,21 @@
 #include "stoatflow/core/no_postgres.hpp"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace stoatflow::kafka {
+
+// A property the consumer sets itself and a source may not give. value: what the consumer sets it
+// to; nullptr when it comes from the source (bootstrap.servers, group.id) or is never set.
+struct ManagedOption {
+    const char* name;
+    const char* value;
+};
+const std::vector<ManagedOption>& managed_options();
+
+// The consumer's defaults, which a source's kafka_options may override.
+const std::vector<std::pair<const char*, const char*>>& consumer_defaults();
 
 enum class OptionKind {
     Ordinary,    // passed to librdkafka as given

@@ -47,7 +47,12 @@ core::WindowSpec window_spec_from(const std::string& kind, core::Millis size, co
 const char* agg_fn_catalog_name(core::AggFn fn);
 core::AggFn agg_fn_from_catalog(const std::string& name);
 std::vector<core::AggSpec> parse_aggregates(const std::string& text);
-const char* sql_type_name(core::ColumnType t);
+// The SQL type of an aggregate's column (sink, window_state, the declarations' shape checks).
+struct SqlType {
+    Oid oid;
+    const char* name;  // as format_type() spells it
+};
+SqlType sql_type(core::ColumnType t);
 
 // Loaders (SPI must be connected). Throw Error 42704 when the name is unknown.
 SourceDef load_source(const std::string& name);

@@ -56,9 +56,10 @@ std::optional<bool> spi_bool(std::uint64_t row, int col);
 std::optional<std::string> spi_bytea(std::uint64_t row, int col);
 Datum spi_datum(std::uint64_t row, int col, bool* isnull);
 
-// Conversions.
-std::string text_to_string(const text* t);
-std::vector<std::string> text_array_to_vector(ArrayType* a);
+// Conversions. They take the Datum as it comes (PG_GETARG_DATUM, spi_datum): values are detoasted
+// only inside these helpers, under pg_call, never by a PG_GETARG_*_P macro in C++ code.
+std::string text_to_string(Datum value);
+std::vector<std::string> text_array_to_vector(Datum value);
 // Builds one-dimensional arrays (palloc'd in the current memory context).
 Datum make_text_array(const std::vector<std::string>& v);
 Datum make_int64_array(const std::vector<std::int64_t>& v);

@@ -2,6 +2,8 @@
 // commit cycle, dead letters and the SQL functions.
 #pragma once
 
+#include "stoatflow/core/utf8.hpp"
+
 #include <cstddef>
 #include <string>
 
@@ -12,8 +14,9 @@ constexpr std::size_t kDeadLetterPayloadBytes = 1024;
 // How much of a dead letter's detail it keeps.
 constexpr std::size_t kDeadLetterDetailBytes = 512;
 
-// At most max_bytes of input as valid UTF-8 without NUL: invalid bytes and NUL become \xNN.
-std::string storable_text(const char* data, std::size_t len, std::size_t max_bytes);
+// At most max_bytes of input as valid UTF-8 without NUL: invalid bytes and NUL become \xNN
+// (the core's one UTF-8 rule, core/utf8.hpp).
+using core::storable_text;
 // "name" quoted as an SQL identifier when needed.
 std::string quote_ident(const std::string& name);
 
