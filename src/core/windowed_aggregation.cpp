@@ -29,8 +29,8 @@ WindowedAggregation::WindowedAggregation(WindowSpec spec, std::vector<AggSpec> a
                                          EmitStrategy emit, Millis retention, Millis segment_interval)
     : spec_(spec), layout_(normalize_aggregates(std::move(aggregates))), emit_(emit),
       segments_(segment_interval > 0
-                    ? SegmentLayout(resolve_retention((spec.validate(), spec), retention), spec.length(),
-                                    segment_interval)
+                    ? SegmentLayout::with_interval(resolve_retention((spec.validate(), spec), retention),
+                                                   segment_interval)
                     : SegmentLayout(resolve_retention((spec.validate(), spec), retention), spec.length())),
       grid_(spec) {}
 

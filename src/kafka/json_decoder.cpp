@@ -4,6 +4,7 @@
 
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/utf8.hpp"
+#include "stoatflow/kafka/limits.hpp"
 
 // Match the packaged library's build (its pkg-config Cflags), whichever build compiles us.
 #ifndef SIMDJSON_THREADS_ENABLED
@@ -31,11 +32,6 @@ namespace od = simdjson::ondemand;
 using core::Millis;
 using simdjson::error_code;
 
-// At most this many payload bytes are quoted in a detail message.
-constexpr std::size_t kExcerptBytes = 64;
-// Nesting limit: bounds the walk's recursion, and stays below the On-Demand parser's own
-// max_depth (1024), which it asserts on in debug builds but does not check otherwise.
-constexpr int kMaxDepth = 1000;
 
 // What the walk found at one configured path. Absent until the path is seen.
 enum class Seen : std::uint8_t { Absent, Null, Bool, String, Number, Object, Array };

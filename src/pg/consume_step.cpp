@@ -28,9 +28,6 @@ extern "C" {
 namespace stoatflow::pg {
 
 namespace {
-constexpr int kPollTimeoutMs = 100;
-constexpr int kPollWhileWritingMs = 20;
-constexpr std::size_t kPollBatch = 10000;
 
 // The step running now, if any: what the exit callback joins.
 std::atomic<BackgroundStep*> active_step{nullptr};
@@ -216,7 +213,7 @@ void SourceWorker::out_of_range(core::Millis now) {
             consumer_->restart(topic_, p, pos);
         } catch (const Error& e) {
             status_rule_.broker_error(now, e.what());
-            it->second = now + 1000;  // broker trouble: again in a second
+            it->second = now + kOutOfRangeRetryMs;  // broker trouble
             ++it;
             continue;
         }

@@ -2,6 +2,7 @@
 // trapping a PostgreSQL ERROR as a C++ exception, and turning any C++ exception into an ERROR.
 #include "stoatflow/pg/guard.hpp"
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/pg/limits.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -17,8 +18,6 @@ extern "C" {
 namespace stoatflow::pg {
 namespace {
 
-// Longer exception texts are cut (at a UTF-8 character boundary) before being reported.
-constexpr std::size_t kMaxReportedTextBytes = 64 * 1024;
 
 constexpr const char* kOutOfMemoryText = "out of memory";
 constexpr const char* kUnknownExceptionText = "unknown C++ exception in stoatflow";

@@ -41,15 +41,6 @@ static bool xact_callback_registered = false;
 
 namespace {
 
-// With no background worker slot free, the launcher tries again this often.
-constexpr core::Millis kWorkerSlotRetryMs = 10000;
-// How often the launcher lists the sources (a committed declaration wakes it sooner).
-constexpr long kLauncherLookMs = 1000;
-// A source worker that ran this long is healthy again: its restart backoff starts over.
-constexpr core::Millis kWorkerHealthyMs = 60000;
-// Restart backoff after the n-th exit in a row: 500 ms << n, up to this.
-constexpr core::Millis kWorkerRestartMaxMs = 30000;
-constexpr int kWorkerRestartMaxShift = 6;
 
 // A started worker's handle, palloc'd in TopMemoryContext by PostgreSQL: freed when the worker
 // is seen stopped, when its source is dropped, and when the launcher itself exits.

@@ -24,11 +24,6 @@ PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
 namespace stoatflow::pg {
 
 namespace {
-// A source without aggregations (or a worker stopped at its memory limit) looks again this often.
-constexpr long kIdleCheckMs = 200;
-// A failed worker retries after 1 s, doubling up to 30 s.
-constexpr core::Millis kFailureRetryFirstMs = 1000;
-constexpr core::Millis kFailureRetryMaxMs = 30000;
 
 std::string megabytes(std::int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; }
 }  // namespace

@@ -1,5 +1,4 @@
 // SPI from C++ under pg_call, plus Datum conversions for text, bigint and arrays.
-#include <map>
 #include <string>
 #include <vector>
 
@@ -94,33 +93,6 @@ std::uint64_t spi_exec(const std::string& sql, const std::vector<SpiArg>& args) 
     return check(rc, sql);
 }
 
-std::uint64_t spi_exec_cached(const std::string& sql, const std::vector<SpiArg>& args) {
-    // Plans survive transactions once kept; keyed by text plus argument types.
-    static std::map<std::string, SPIPlanPtr> plans;
-    ArgArrays a(args);
-    const int n = static_cast<int>(args.size());
-    std::string key = sql;
-    for (Oid t : a.types) key += "|" + std::to_string(t);
-    auto it = plans.find(key);
-    SPIPlanPtr plan;
-    if (it == plans.end()) {
-        plan = pg_call([&] {
-            SPIPlanPtr p = SPI_prepare(sql.c_str(), n, n ? a.types.data() : nullptr);
-            if (p == nullptr) elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-            SPI_keepplan(p);
-            return p;
-        });
-        plans.emplace(key, plan);
-    } else {
-        plan = it->second;
-    }
-    const int rc = pg_call([&] {
-        return SPI_execute_plan(plan, n ? a.values.data() : nullptr, n ? a.nulls.data() : nullptr,
-                                false, 0);
-    });
-    return check(rc, sql);
-}
-
 Datum spi_datum(std::uint64_t row, int col, bool* isnull) {
     return pg_call([&] {
         return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
@@ -196,28 +168,6 @@ std::vector<std::string> text_array_to_vector(Datum value) {
     return out;
 }
 
-Datum make_text_array(const std::vector<std::string>& v) {
-    const int n = static_cast<int>(v.size());
-    Datum* elems = static_cast<Datum*>(pg_call([&] { return palloc(sizeof(Datum) * (n ? n : 1)); }));
-    for (int i = 0; i < n; ++i) {
-        const std::string& s = v[i];
-        elems[i] = PointerGetDatum(
-            pg_call([&] { return cstring_to_text_with_len(s.data(), static_cast<int>(s.size())); }));
-    }
-    return pg_call([&] {
-        return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
-    });
-}
-
-Datum make_int64_array(const std::vector<std::int64_t>& v) {
-    const int n = static_cast<int>(v.size());
-    Datum* elems = static_cast<Datum*>(pg_call([&] { return palloc(sizeof(Datum) * (n ? n : 1)); }));
-    for (int i = 0; i < n; ++i) elems[i] = Int64GetDatum(v[i]);
-    return pg_call([&] {
-        return PointerGetDatum(construct_array(elems, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-    });
-}
-
 Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls, Oid elemtype) {
     const int n = static_cast<int>(elems.size());
     bool* null_flags = nullptr;
@@ -286,7 +236,7 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::
             InitResultRelInfo(rri, rel, 1, nullptr, 0);
             ExecOpenIndices(rri, false);
         }
-        const int batch = 1000;
+        const int batch = kBulkInsertBatchRows;
         const CommandId cid = GetCurrentCommandId(true);
         BulkInsertState bistate = GetBulkInsertState();
         TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc(sizeof(TupleTableSlot*) * batch));

@@ -701,7 +701,6 @@ Outcome run_case(const Case& c) {
                 }
                 for (const auto& [id, v] : newest)
                     if (!v->second.removed) engp->restore(v->second, wms[i]);
-                engp->finish_restore();
                 if (multi) {
                     const std::string blob = wmp->serialize();
                     wmp = make_watermark(&blob);

@@ -62,7 +62,6 @@ public:
         for (const auto& s : state_log) newest[{s.key, s.start}] = &s;
         for (const auto& [id, row] : newest)
             if (!row->removed) r.agg.restore(*row, r.wm.current());
-        r.agg.finish_restore();
         r.sink = sink;
         r.writes = writes;
         r.state_log = state_log;

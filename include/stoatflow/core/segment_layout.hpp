@@ -12,8 +12,11 @@ class SegmentLayout {
 public:
     // interval = max(retention / 2, 60 s, window length)
     SegmentLayout(Millis retention, Millis window_length);
-    SegmentLayout(Millis retention, Millis window_length, Millis interval)
-        : retention_(retention), window_length_(window_length), interval_(interval) {}
+    // The interval a state table was created with (stored in the catalog; it survives retention
+    // changes, so it is never recomputed for an existing aggregation).
+    static SegmentLayout with_interval(Millis retention, Millis interval) {
+        return SegmentLayout(retention, interval, Stored{});
+    }
 
     Millis interval() const { return interval_; }
     Millis retention() const { return retention_; }
@@ -33,8 +36,10 @@ public:
     long max_live_segments() const;
 
 private:
+    struct Stored {};
+    SegmentLayout(Millis retention, Millis interval, Stored) : retention_(retention), interval_(interval) {}
+
     Millis retention_;
-    Millis window_length_;
     Millis interval_;
 };
 

@@ -107,9 +107,8 @@ public:
 
     // Recovery: reinstate one persisted window given the committed watermark. Feed the
     // newest version per (key, start) across all live segments; tombstones are skipped
-    // here. Call finish_restore() after the last.
+    // here.
     void restore(const WindowStateRow& row, Millis watermark);
-    void finish_restore() {}
 
     const WindowSpec& spec() const { return spec_; }
     const AggLayout& layout() const { return layout_; }

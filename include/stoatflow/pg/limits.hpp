@@ -29,5 +29,41 @@ constexpr std::int64_t kMemoryCheckIntervalMs = 250;
 constexpr int kKafkaTimeoutMs = 2000;
 // How often a running worker asks the broker whether its topic has gained partitions.
 constexpr std::int64_t kPartitionCheckMs = 10000;
+// A partition whose position fell out of the log is re-assigned after this when the broker fails.
+constexpr std::int64_t kOutOfRangeRetryMs = 1000;
+
+// The consume step: one poll waits at most this long for records, takes at most this many,
+// and waits less while the main thread writes (so the step ends soon after the write).
+constexpr int kPollTimeoutMs = 100;
+constexpr int kPollWhileWritingMs = 20;
+constexpr std::size_t kPollBatch = 10000;
+// Decoded records staged between the decoder and the engines (one cache-friendly batch).
+constexpr std::size_t kStageRecords = 512;
+
+// The launcher: with no background worker slot free it tries again this often; it lists the
+// sources this often (a committed declaration wakes it sooner).
+constexpr std::int64_t kWorkerSlotRetryMs = 10000;
+constexpr long kLauncherLookMs = 1000;
+// A source worker that ran this long is healthy again: its restart backoff starts over.
+constexpr std::int64_t kWorkerHealthyMs = 60000;
+// Restart backoff after the n-th exit in a row: 500 ms << n, up to this.
+constexpr std::int64_t kWorkerRestartMaxMs = 30000;
+constexpr int kWorkerRestartMaxShift = 6;
+
+// A source without aggregations (or a worker stopped at its memory limit) looks again this often.
+constexpr long kIdleCheckMs = 200;
+// A failed worker retries after 1 s, doubling up to 30 s.
+constexpr std::int64_t kFailureRetryFirstMs = 1000;
+constexpr std::int64_t kFailureRetryMaxMs = 30000;
+
+// Sinks and state tables are written in heap multi-inserts of this many rows.
+constexpr int kBulkInsertBatchRows = 1000;
+
+// How much of an undecodable payload dead_letters keeps, and of a dead letter's detail.
+constexpr std::size_t kDeadLetterPayloadBytes = 1024;
+constexpr std::size_t kDeadLetterDetailBytes = 512;
+
+// Longer exception texts are cut (at a UTF-8 character boundary) before being reported.
+constexpr std::size_t kMaxReportedTextBytes = 64 * 1024;
 
 }  // namespace stoatflow::pg

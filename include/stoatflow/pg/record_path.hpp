@@ -8,6 +8,7 @@
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
 #include "stoatflow/kafka/json_decoder.hpp"
+#include "stoatflow/pg/limits.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -118,7 +119,6 @@ public:
     // Per aggregation: name and the memory its engine holds (estimated), for the memory limit.
     std::vector<std::pair<std::string, std::size_t>> aggregation_memory() const;
 
-    std::size_t aggregations() const { return aggs_.size(); }
     // An aggregation's state layout: fixed at construction, so the writing side may read it
     // while the consume thread runs.
     const core::AggLayout& layout(std::size_t aggregation) const { return aggs_[aggregation].engine->layout(); }
@@ -137,7 +137,6 @@ private:
         kafka::Decoded record;
         core::Millis watermark = core::kNoTime;
     };
-    static constexpr std::size_t kStageRecords = 512;
     std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
     std::size_t staged_ = 0;
     core::Watermark watermark_;

@@ -45,8 +45,6 @@ private:
 
 // Runs one statement; returns SPI_processed. Results stay in SPI_tuptable until the next call.
 std::uint64_t spi_exec(const std::string& sql, const std::vector<SpiArg>& args = {});
-// Same, with a plan prepared once per process and cached by its SQL text.
-std::uint64_t spi_exec_cached(const std::string& sql, const std::vector<SpiArg>& args);
 
 // Reading the current SPI_tuptable (row, 1-based column).
 bool spi_isnull(std::uint64_t row, int col);
@@ -60,10 +58,8 @@ Datum spi_datum(std::uint64_t row, int col, bool* isnull);
 // only inside these helpers, under pg_call, never by a PG_GETARG_*_P macro in C++ code.
 std::string text_to_string(Datum value);
 std::vector<std::string> text_array_to_vector(Datum value);
-// Builds one-dimensional arrays (palloc'd in the current memory context).
-Datum make_text_array(const std::vector<std::string>& v);
-Datum make_int64_array(const std::vector<std::int64_t>& v);
-// Any element type; nulls may be empty (no NULLs).
+// Builds a one-dimensional array (palloc'd in the current memory context) of any element type;
+// nulls may be empty (no NULLs).
 Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls, Oid elemtype);
 
 // Inserts rows into a plain table without the executor, as COPY does: one heap

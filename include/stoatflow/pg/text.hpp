@@ -3,16 +3,13 @@
 #pragma once
 
 #include "stoatflow/core/utf8.hpp"
+#include "stoatflow/pg/limits.hpp"
 
 #include <cstddef>
 #include <string>
 
 namespace stoatflow::pg {
 
-// How much of an undecodable payload dead_letters keeps.
-constexpr std::size_t kDeadLetterPayloadBytes = 1024;
-// How much of a dead letter's detail it keeps.
-constexpr std::size_t kDeadLetterDetailBytes = 512;
 
 // At most max_bytes of input as valid UTF-8 without NUL: invalid bytes and NUL become \xNN
 // (the core's one UTF-8 rule, core/utf8.hpp).
