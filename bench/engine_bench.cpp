@@ -40,10 +40,11 @@ const Messages& messages(std::size_t n, int keys) {
     for (std::size_t i = 0; i < n; ++i) {
         m.offsets.push_back(m.data.size());
         const Millis t = kBase + static_cast<Millis>(i * static_cast<double>(kHour) / n);
-        const int len = std::snprintf(buf, sizeof buf,
-                                      "{\"user_id\":\"user%06d\",\"ts\":%lld,\"amount\":%d,\"page\":\"/products/%05d\"}",
-                                      static_cast<int>(rng() % keys), static_cast<long long>(t),
-                                      static_cast<int>(rng() % 100) + 1, static_cast<int>(rng() % 100000));
+        const int len = std::snprintf(
+            buf, sizeof buf,
+            "{\"user_id\":\"user%06d\",\"ts\":%lld,\"amount\":%d,\"page\":\"/products/%05d\"}",
+            static_cast<int>(rng() % keys), static_cast<long long>(t),
+            static_cast<int>(rng() % 100) + 1, static_cast<int>(rng() % 100000));
         m.data.append(buf, len);
     }
     m.offsets.push_back(m.data.size());
@@ -72,7 +73,8 @@ void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, st
             const char* p = msgs.data.data() + msgs.offsets[i];
             const std::size_t len = msgs.offsets[i + 1] - msgs.offsets[i];
             kafka::Decoded& d = batch[filled];
-            if (decoder.decode(p, len, nullptr, 0, kNoTime, kNoTime, d) != kafka::DecodeError::None) std::abort();
+            if (decoder.decode(p, len, nullptr, 0, kNoTime, kNoTime, d) != kafka::DecodeError::None)
+                std::abort();
             refs[filled] = {d.key, d.time, d.values.data(), wm.observe(0, d.time)};
             if (++filled == kBatch || i + 1 == msgs.count()) {
                 agg.process_batch(refs.data(), filled);
@@ -111,7 +113,9 @@ std::size_t commit_every() { return std::max<std::size_t>(1, scaled(1000000)); }
 std::vector<AggSpec> count_sum_max() {
     return {{AggFn::CountStar, "", "n"}, {AggFn::Sum, "amount", "s"}, {AggFn::Max, "amount", "m"}};
 }
-std::vector<AggSpec> count_sum() { return {{AggFn::CountStar, "", "n"}, {AggFn::Sum, "amount", "s"}}; }
+std::vector<AggSpec> count_sum() {
+    return {{AggFn::CountStar, "", "n"}, {AggFn::Sum, "amount", "s"}};
+}
 
 void decode_only(benchmark::State& state) {
     const Messages& msgs = messages(scaled(2000000), 1000000);
@@ -120,7 +124,8 @@ void decode_only(benchmark::State& state) {
         kafka::Decoded d;
         for (std::size_t i = 0; i < msgs.count(); ++i) {
             const char* p = msgs.data.data() + msgs.offsets[i];
-            decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, kNoTime, d);
+            decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, kNoTime,
+                           d);
             benchmark::DoNotOptimize(d.time);
         }
     }
@@ -144,8 +149,8 @@ void memory_per_window(benchmark::State& state) {
     double bytes_per_window = 0, growth_after_first_round = 0;
     for (auto _ : state) {
         const long before = rss_bytes();
-        WindowedAggregation agg(WindowSpec::tumbling(kHour), count_sum_max(), EmitStrategy::OnWindowUpdate,
-                                kNoTime);
+        WindowedAggregation agg(WindowSpec::tumbling(kHour), count_sum_max(),
+                                EmitStrategy::OnWindowUpdate, kNoTime);
         CommitOutput out;
         Value values[3] = {Value::missing(), Value::of_int(7), Value::of_int(7)};
         char key[32];
@@ -159,7 +164,8 @@ void memory_per_window(benchmark::State& state) {
             out.state.shrink_to_fit();
             out.upserts.shrink_to_fit();
             if (round == 0) {
-                bytes_per_window = static_cast<double>(rss_bytes() - before) / agg.resident_windows();
+                bytes_per_window =
+                    static_cast<double>(rss_bytes() - before) / agg.resident_windows();
                 growth_after_first_round = static_cast<double>(rss_bytes());
             }
         }
@@ -173,28 +179,59 @@ void memory_per_window(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(memory_per_window)->Args({100000, 10})->Args({1000000, 1})
-    ->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(memory_per_window)
+    ->Args({100000, 10})
+    ->Args({1000000, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK(decode_only)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(), scaled(2000000), 0)
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, tumbling_dense_1h_commit_1m, WindowSpec::tumbling(kHour), count_sum_max(), scaled(2000000), commit_every())
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, tumbling_sparse_1m, WindowSpec::tumbling(60000), count_sum(), scaled(2000000), 0)
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, tumbling_sparse_1m_commit_1m, WindowSpec::tumbling(60000), count_sum(), scaled(2000000), commit_every())
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, hopping_10m_by_2m, WindowSpec::hopping(600000, 120000), count_sum(), scaled(2000000), 0)
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, hopping_10m_by_2m_commit_1m, WindowSpec::hopping(600000, 120000), count_sum(), scaled(2000000), commit_every())
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(),
+                  scaled(2000000), 0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+BENCHMARK_CAPTURE(run, tumbling_dense_1h_commit_1m, WindowSpec::tumbling(kHour), count_sum_max(),
+                  scaled(2000000), commit_every())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+BENCHMARK_CAPTURE(run, tumbling_sparse_1m, WindowSpec::tumbling(60000), count_sum(),
+                  scaled(2000000), 0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+BENCHMARK_CAPTURE(run, tumbling_sparse_1m_commit_1m, WindowSpec::tumbling(60000), count_sum(),
+                  scaled(2000000), commit_every())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+BENCHMARK_CAPTURE(run, hopping_10m_by_2m, WindowSpec::hopping(600000, 120000), count_sum(),
+                  scaled(2000000), 0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+BENCHMARK_CAPTURE(run, hopping_10m_by_2m_commit_1m, WindowSpec::hopping(600000, 120000),
+                  count_sum(), scaled(2000000), commit_every())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
 BENCHMARK_CAPTURE(run, sliding_1m, WindowSpec::sliding(60000), count_sum(), scaled(2000000), 0)
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, sliding_1m_commit_1m, WindowSpec::sliding(60000), count_sum(), scaled(2000000), commit_every())
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+BENCHMARK_CAPTURE(run, sliding_1m_commit_1m, WindowSpec::sliding(60000), count_sum(),
+                  scaled(2000000), commit_every())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
 BENCHMARK_CAPTURE(run, session_5m, WindowSpec::session(300000), count_sum(), scaled(2000000), 0)
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
-BENCHMARK_CAPTURE(run, session_5m_commit_1m, WindowSpec::session(300000), count_sum(), scaled(2000000), commit_every())
-    ->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+BENCHMARK_CAPTURE(run, session_5m_commit_1m, WindowSpec::session(300000), count_sum(),
+                  scaled(2000000), commit_every())
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
 
 BENCHMARK_MAIN();

@@ -81,14 +81,16 @@ int main(int argc, char** argv) {
     rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 10000);
     rd_kafka_topic_destroy(t);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) die(std::string("metadata: ") + rd_kafka_err2str(e));
-    if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR || md->topics[0].partition_cnt < 1)
+    if (md->topic_cnt != 1 || md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        md->topics[0].partition_cnt < 1)
         die("topic " + topic + " not found or without partitions");
     const int nparts = md->topics[0].partition_cnt;
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(nparts);
     int max_id = 0;
     for (int i = 0; i < nparts; ++i) {
         const int32_t id = md->topics[0].partitions[i].id;
-        rd_kafka_topic_partition_list_add(list, topic.c_str(), id)->offset = RD_KAFKA_OFFSET_BEGINNING;
+        rd_kafka_topic_partition_list_add(list, topic.c_str(), id)->offset =
+            RD_KAFKA_OFFSET_BEGINNING;
         if (id > max_id) max_id = id;
     }
     rd_kafka_metadata_destroy(md);
@@ -127,8 +129,9 @@ int main(int argc, char** argv) {
         }
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::printf("messages=%llu bytes=%llu seconds=%.3f\n", static_cast<unsigned long long>(messages),
-                static_cast<unsigned long long>(bytes), seconds);
+    std::printf("messages=%llu bytes=%llu seconds=%.3f\n",
+                static_cast<unsigned long long>(messages), static_cast<unsigned long long>(bytes),
+                seconds);
     std::fflush(stdout);
     rd_kafka_queue_destroy(q);
     rd_kafka_consumer_close(rk);

@@ -2,13 +2,13 @@
 # Installs, from Debian's packages, everything the test suite needs on a fresh Debian 12
 # (only what is missing; apt-get update only if something is): PostgreSQL 15 and its server
 # headers, librdkafka (with its mock cluster), kcat, simdjson, the C++ tool chain, GoogleTest,
-# Google Benchmark, clang's sanitizer runtime, and a JDK 17 plus Maven for Apache Kafka.
+# Google Benchmark, clang's sanitizer runtime and clang-format, and a JDK 17 plus Maven for Apache Kafka.
 # Used by .ci/run and `make test`; needs root or sudo.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 packages=(postgresql-15 postgresql-server-dev-15 librdkafka-dev kcat libsimdjson-dev
     cmake g++ make pkg-config git libgtest-dev libgmock-dev googletest libbenchmark-dev
-    clang libclang-rt-14-dev libipc-run-perl python3)
+    clang clang-format libclang-rt-14-dev libipc-run-perl python3)
 need=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")

@@ -72,6 +72,9 @@ tsan_build() {  # the unit tests only (the mock broker and tools link uninstrume
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir build-tsan --output-on-failure --no-tests=error
 }
 
+# (0) every C++ file as the repository's .clang-format lays it out
+step "format: clang-format --dry-run --Werror" bash test/format_check.sh
+
 # (a) the pure core and its unit tests
 if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     skip "core: cmake build + ctest" "SKIP_CORE=1"

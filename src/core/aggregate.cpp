@@ -14,18 +14,12 @@ namespace stoatflow::core {
 
 const char* to_string(AggFn fn) {
     switch (fn) {
-    case AggFn::CountStar:
-        return "count";
-    case AggFn::Count:
-        return "count";
-    case AggFn::Sum:
-        return "sum";
-    case AggFn::Min:
-        return "min";
-    case AggFn::Max:
-        return "max";
-    case AggFn::Avg:
-        return "avg";
+    case AggFn::CountStar: return "count";
+    case AggFn::Count: return "count";
+    case AggFn::Sum: return "sum";
+    case AggFn::Min: return "min";
+    case AggFn::Max: return "max";
+    case AggFn::Avg: return "avg";
     }
     return "unknown";
 }
@@ -47,12 +41,9 @@ AggFn agg_fn_from_name(const std::string& raw) {
 ColumnType column_type(AggFn fn) {
     switch (fn) {
     case AggFn::CountStar:
-    case AggFn::Count:
-        return ColumnType::BigInt;
-    case AggFn::Sum:
-        return ColumnType::Numeric;
-    default:
-        return ColumnType::Double;
+    case AggFn::Count: return ColumnType::BigInt;
+    case AggFn::Sum: return ColumnType::Numeric;
+    default: return ColumnType::Double;
     }
 }
 
@@ -124,12 +115,9 @@ inline bool integral(double v) {
 }
 inline double value_as_double(const Value& v) {
     switch (v.kind) {
-    case Value::Kind::Int:
-        return static_cast<double>(v.i);
-    case Value::Kind::BigInt:
-        return static_cast<double>(v.big());
-    default:
-        return v.d;
+    case Value::Kind::Int: return static_cast<double>(v.i);
+    case Value::Kind::BigInt: return static_cast<double>(v.big());
+    default: return v.d;
     }
 }
 constexpr int kWideShift = 126;
@@ -211,8 +199,7 @@ void AggLayout::add(AggCell* cells, const Value* values) const {
         const Value& v = values[i];
         if (v.kind == Value::Kind::Missing) continue;
         switch (fn) {
-        case AggFn::Count:
-            break;
+        case AggFn::Count: break;
         case AggFn::Sum:
         case AggFn::Avg:
             if (v.kind == Value::Kind::Int)
@@ -234,8 +221,7 @@ void AggLayout::add(AggCell* cells, const Value* values) const {
             if (c.n == 0 || x > c.d) c.d = x;
             break;
         }
-        case AggFn::CountStar:
-            break;
+        case AggFn::CountStar: break;
         }
         ++c.n;
     }
@@ -314,15 +300,11 @@ std::optional<double> AggLayout::as_double(std::size_t i, const AggCell& c) cons
     }
     switch (specs_[i].fn) {
     case AggFn::CountStar:
-    case AggFn::Count:
-        return static_cast<double>(c.n);
-    case AggFn::Sum:
-        return integer_sum_as_double(c) + c.d;
-    case AggFn::Avg:
-        return (integer_sum_as_double(c) + c.d) / static_cast<double>(c.n);
+    case AggFn::Count: return static_cast<double>(c.n);
+    case AggFn::Sum: return integer_sum_as_double(c) + c.d;
+    case AggFn::Avg: return (integer_sum_as_double(c) + c.d) / static_cast<double>(c.n);
     case AggFn::Min:
-    case AggFn::Max:
-        return c.d;
+    case AggFn::Max: return c.d;
     }
     return std::nullopt;
 }
@@ -350,10 +332,8 @@ std::optional<std::int64_t> AggLayout::as_numeric_int64(std::size_t i, const Agg
 
 std::optional<std::string> AggLayout::as_text(std::size_t i, const AggCell& c) const {
     switch (column_type(specs_[i].fn)) {
-    case ColumnType::BigInt:
-        return std::to_string(*as_bigint(i, c));
-    case ColumnType::Numeric:
-        return as_numeric_text(i, c);
+    case ColumnType::BigInt: return std::to_string(*as_bigint(i, c));
+    case ColumnType::Numeric: return as_numeric_text(i, c);
     case ColumnType::Double: {
         auto d = as_double(i, c);
         if (!d) return std::nullopt;
@@ -389,17 +369,11 @@ std::size_t AggLayout::state_v01_size() const {
     for (const auto& spec : specs_) {
         switch (spec.fn) {
         case AggFn::CountStar:
-        case AggFn::Count:
-            n += 8;
-            break;
+        case AggFn::Count: n += 8; break;
         case AggFn::Min:
-        case AggFn::Max:
-            n += 16;
-            break;
+        case AggFn::Max: n += 16; break;
         case AggFn::Sum:
-        case AggFn::Avg:
-            n += 32;
-            break;
+        case AggFn::Avg: n += 32; break;
         }
     }
     return n;
@@ -420,12 +394,9 @@ void AggLayout::serialize(const AggCell* cells, std::string& out,
         put<std::int64_t>(out, c.n);
         switch (specs_[i].fn) {
         case AggFn::CountStar:
-        case AggFn::Count:
-            break;
+        case AggFn::Count: break;
         case AggFn::Min:
-        case AggFn::Max:
-            put<double>(out, c.d);
-            break;
+        case AggFn::Max: put<double>(out, c.d); break;
         case AggFn::Sum:
         case AggFn::Avg: {
             __int128 low;
@@ -469,12 +440,9 @@ std::vector<AggCell> AggLayout::deserialize(const char* data, std::size_t len,
         c.n = get<std::int64_t>(p, end);
         switch (specs_[i].fn) {
         case AggFn::CountStar:
-        case AggFn::Count:
-            break;
+        case AggFn::Count: break;
         case AggFn::Min:
-        case AggFn::Max:
-            c.d = get<double>(p, end);
-            break;
+        case AggFn::Max: c.d = get<double>(p, end); break;
         case AggFn::Sum:
         case AggFn::Avg: {
             const auto lo = static_cast<std::uint64_t>(get<std::int64_t>(p, end));

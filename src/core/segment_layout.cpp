@@ -7,7 +7,8 @@
 namespace stoatflow::core {
 
 SegmentLayout::SegmentLayout(Millis retention, Millis window_length)
-    : retention_(retention), interval_(std::max({retention / 2, kMinSegmentInterval, window_length})) {}
+    : retention_(retention),
+      interval_(std::max({retention / 2, kMinSegmentInterval, window_length})) {}
 
 bool SegmentLayout::expired(Millis segment_start, Millis span, Millis frontier, Millis retention) {
     if (frontier == kNoTime) return false;

@@ -11,20 +11,17 @@ namespace stoatflow::core {
 
 const char* to_string(WindowKind kind) {
     switch (kind) {
-    case WindowKind::Tumbling:
-        return "tumbling";
-    case WindowKind::Hopping:
-        return "hopping";
-    case WindowKind::Sliding:
-        return "sliding";
-    case WindowKind::Session:
-        return "session";
+    case WindowKind::Tumbling: return "tumbling";
+    case WindowKind::Hopping: return "hopping";
+    case WindowKind::Sliding: return "sliding";
+    case WindowKind::Session: return "session";
     }
     return "unknown";
 }
 
 WindowKind window_kind_from_name(const std::string& name) {
-    for (WindowKind k : {WindowKind::Tumbling, WindowKind::Hopping, WindowKind::Sliding, WindowKind::Session})
+    for (WindowKind k :
+         {WindowKind::Tumbling, WindowKind::Hopping, WindowKind::Sliding, WindowKind::Session})
         if (name == to_string(k)) return k;
     throw Error(sqlstate::kInvalidParameterValue, "unknown window kind \"" + name + "\"",
                 "Use stoatflow.tumbling(), hopping(), sliding() or session().");
@@ -46,12 +43,9 @@ WindowSpec WindowSpec::session(Millis inactivity_gap, Millis grace) {
 namespace {
 const char* length_name(WindowKind kind) {
     switch (kind) {
-    case WindowKind::Sliding:
-        return "time_difference";
-    case WindowKind::Session:
-        return "inactivity_gap";
-    default:
-        return "size";
+    case WindowKind::Sliding: return "time_difference";
+    case WindowKind::Session: return "inactivity_gap";
+    default: return "size";
     }
 }
 

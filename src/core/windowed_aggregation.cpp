@@ -26,12 +26,14 @@ const char* to_string(DropReason r) {
 }
 
 WindowedAggregation::WindowedAggregation(WindowSpec spec, std::vector<AggSpec> aggregates,
-                                         EmitStrategy emit, Millis retention, Millis segment_interval)
+                                         EmitStrategy emit, Millis retention,
+                                         Millis segment_interval)
     : spec_(spec), layout_(normalize_aggregates(std::move(aggregates))), emit_(emit),
       segments_(segment_interval > 0
-                    ? SegmentLayout::with_interval(resolve_retention((spec.validate(), spec), retention),
-                                                   segment_interval)
-                    : SegmentLayout(resolve_retention((spec.validate(), spec), retention), spec.length())),
+                    ? SegmentLayout::with_interval(
+                          resolve_retention((spec.validate(), spec), retention), segment_interval)
+                    : SegmentLayout(resolve_retention((spec.validate(), spec), retention),
+                                    spec.length())),
       grid_(spec) {}
 
 std::size_t WindowedAggregation::keys_with_open_windows() const {
@@ -241,15 +243,9 @@ void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, 
     ++stats_.records_in;
     switch (spec_.kind) {
     case WindowKind::Tumbling:
-    case WindowKind::Hopping:
-        process_grid(kit, t, values, watermark);
-        break;
-    case WindowKind::Sliding:
-        process_sliding(kit, t, values, watermark);
-        break;
-    case WindowKind::Session:
-        process_session(kit, t, values, watermark);
-        break;
+    case WindowKind::Hopping: process_grid(kit, t, values, watermark); break;
+    case WindowKind::Sliding: process_sliding(kit, t, values, watermark); break;
+    case WindowKind::Session: process_session(kit, t, values, watermark); break;
     }
     if (kit->second.refs == 0 && kit->second.windows.empty()) erase_key(kit);  // all late
 }
@@ -505,17 +501,17 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
 }
 
 void WindowedAggregation::tombstone(const std::string& key, const WindowState& ws) {
-    WindowStateRow row{key, ws.start, ws.end, ws.max_time, {}, true, segment_time(ws), std::nullopt};
+    WindowStateRow row{key, ws.start, ws.end,           ws.max_time,
+                       {},  true,     segment_time(ws), std::nullopt};
     tombstones_.push_back(std::move(row));
 }
 
 void WindowedAggregation::state_row(const std::string& key, WindowState& ws, CommitOutput& out,
                                     Millis segment) {
-    out.state.push_back(WindowStateRow{key, ws.start, ws.end, ws.max_time, ws.cells, false,
-                                       segment == kNoTime ? segment_time(ws) : segment,
-                                       spec_.kind == WindowKind::Session
-                                           ? std::optional<Millis>(ws.floor)
-                                           : std::nullopt});
+    out.state.push_back(WindowStateRow{
+        key, ws.start, ws.end, ws.max_time, ws.cells, false,
+        segment == kNoTime ? segment_time(ws) : segment,
+        spec_.kind == WindowKind::Session ? std::optional<Millis>(ws.floor) : std::nullopt});
     ws.persisted = true;
     ws.dirty = false;
 }

@@ -45,7 +45,8 @@ Consumer::Consumer(const std::string& brokers,
     for (const auto& [k, v] : options)
         if (classify_option(k) == OptionKind::RunsCode) {
             rd_kafka_conf_destroy(conf);
-            throw Error(sqlstate::kInsufficientPrivilege, "kafka option \"" + k + "\" is not allowed");
+            throw Error(sqlstate::kInsufficientPrivilege,
+                        "kafka option \"" + k + "\" is not allowed");
         }
     for (const auto& [k, v] : options) set(k, v);
     set("bootstrap.servers", brokers);
@@ -92,7 +93,8 @@ std::vector<std::int32_t> Consumer::partitions(const std::string& topic, int tim
     rd_kafka_topic_destroy(t);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
         fail("cannot read metadata of topic \"" + topic + "\": " + rd_kafka_err2str(e));
-    std::unique_ptr<const rd_kafka_metadata_t, void (*)(const rd_kafka_metadata_t*)> guard(md, rd_kafka_metadata_destroy);
+    std::unique_ptr<const rd_kafka_metadata_t, void (*)(const rd_kafka_metadata_t*)> guard(
+        md, rd_kafka_metadata_destroy);
     if (md->topic_cnt != 1) fail("topic \"" + topic + "\" not found");
     const auto& tm = md->topics[0];
     if (tm.err != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -102,17 +104,20 @@ std::vector<std::int32_t> Consumer::partitions(const std::string& topic, int tim
     return out;
 }
 
-std::pair<std::int64_t, std::int64_t> Consumer::watermarks(const std::string& topic, std::int32_t partition,
-                                                           int timeout_ms) {
+std::pair<std::int64_t, std::int64_t> Consumer::watermarks(const std::string& topic,
+                                                           std::int32_t partition, int timeout_ms) {
     int64_t lo = 0, hi = 0;
-    const auto e = rd_kafka_query_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi, timeout_ms);
+    const auto e =
+        rd_kafka_query_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi, timeout_ms);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        fail("cannot read offsets of " + topic + "[" + std::to_string(partition) + "]: " + rd_kafka_err2str(e));
+        fail("cannot read offsets of " + topic + "[" + std::to_string(partition) +
+             "]: " + rd_kafka_err2str(e));
     return {lo, hi};
 }
 
 void Consumer::assign(const std::string& topic, const std::vector<PartitionStart>& starts) {
-    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(starts.size()));
+    rd_kafka_topic_partition_list_t* list =
+        rd_kafka_topic_partition_list_new(static_cast<int>(starts.size()));
     for (const auto& s : starts)
         rd_kafka_topic_partition_list_add(list, topic.c_str(), s.partition)->offset =
             s.offset == kOffsetBeginning ? RD_KAFKA_OFFSET_BEGINNING
@@ -120,17 +125,20 @@ void Consumer::assign(const std::string& topic, const std::vector<PartitionStart
                                          : s.offset;
     const auto e = rd_kafka_assign(rk_, list);
     rd_kafka_topic_partition_list_destroy(list);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) fail(std::string("cannot assign partitions: ") + rd_kafka_err2str(e));
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail(std::string("cannot assign partitions: ") + rd_kafka_err2str(e));
 }
 
 std::int64_t Consumer::cached_high(const std::string& topic, std::int32_t partition) {
     int64_t lo = -1, hi = -1;
-    if (rd_kafka_get_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (rd_kafka_get_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR)
         return -1;
     return hi;
 }
 
-std::size_t Consumer::poll(std::size_t max, int timeout_ms, const std::function<void(const Message&)>& on_message,
+std::size_t Consumer::poll(std::size_t max, int timeout_ms,
+                           const std::function<void(const Message&)>& on_message,
                            const std::function<void(std::int32_t, std::int64_t)>& on_eof) {
     std::vector<rd_kafka_message_t*> batch(max);
     const ssize_t n = rd_kafka_consume_batch_queue(queue_, timeout_ms, batch.data(), max);
@@ -154,7 +162,8 @@ std::size_t Consumer::poll(std::size_t max, int timeout_ms, const std::function<
             continue;
         }
         if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET || m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
+            if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
+                m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
                 std::lock_guard<std::mutex> lock(mu_);
                 out_of_range_.push_back(m->partition);
                 continue;
@@ -190,36 +199,44 @@ void Consumer::restart(const std::string& topic, std::int32_t partition, std::in
     };
     for (bool add : {false, true}) {
         rd_kafka_topic_partition_list_t* list = one(offset);
-        rd_kafka_error_t* e = add ? rd_kafka_incremental_assign(rk_, list) : rd_kafka_incremental_unassign(rk_, list);
+        rd_kafka_error_t* e =
+            add ? rd_kafka_incremental_assign(rk_, list) : rd_kafka_incremental_unassign(rk_, list);
         rd_kafka_topic_partition_list_destroy(list);
         if (e) {
             const std::string msg = rd_kafka_error_string(e);
             rd_kafka_error_destroy(e);
-            fail("cannot restart " + topic + "[" + std::to_string(partition) + "] at offset " + std::to_string(offset) +
-                 ": " + msg);
+            fail("cannot restart " + topic + "[" + std::to_string(partition) + "] at offset " +
+                 std::to_string(offset) + ": " + msg);
         }
     }
 }
 
-void Consumer::commit_offsets(const std::string& topic, const std::map<std::int32_t, std::int64_t>& next) {
+void Consumer::commit_offsets(const std::string& topic,
+                              const std::map<std::int32_t, std::int64_t>& next) {
     if (next.empty()) return;
-    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(next.size()));
-    for (const auto& [p, o] : next) rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = o;
+    rd_kafka_topic_partition_list_t* list =
+        rd_kafka_topic_partition_list_new(static_cast<int>(next.size()));
+    for (const auto& [p, o] : next)
+        rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = o;
     rd_kafka_commit(rk_, list, 1 /* async */);
     rd_kafka_topic_partition_list_destroy(list);
 }
 
-std::map<std::int32_t, std::int64_t> high_watermarks(
-    const std::string& brokers, const std::vector<std::pair<std::string, std::string>>& options,
-    const std::string& topic, int timeout_ms) {
+std::map<std::int32_t, std::int64_t>
+high_watermarks(const std::string& brokers,
+                const std::vector<std::pair<std::string, std::string>>& options,
+                const std::string& topic, int timeout_ms) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     auto left = [&] {
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
         return static_cast<int>(ms < 1 ? 1 : ms);
     };
     Consumer c(brokers, options, "stoatflow-wait");
     std::map<std::int32_t, std::int64_t> out;
-    for (std::int32_t p : c.partitions(topic, left())) out[p] = c.watermarks(topic, p, left()).second;
+    for (std::int32_t p : c.partitions(topic, left()))
+        out[p] = c.watermarks(topic, p, left()).second;
     return out;
 }
 

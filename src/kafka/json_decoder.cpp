@@ -32,7 +32,6 @@ namespace od = simdjson::ondemand;
 using core::Millis;
 using simdjson::error_code;
 
-
 // What the walk found at one configured path. Absent until the path is seen.
 enum class Seen : std::uint8_t { Absent, Null, Bool, String, Number, Object, Array };
 // How a number reads as C++: exactly as int64, exactly as __int128 (an integer of at most
@@ -193,38 +192,25 @@ void append_excerpt(std::string& out, std::string_view s, bool quoted = true) {
 
 const char* kind_name(Seen s) {
     switch (s) {
-    case Seen::Absent:
-        return "missing";
-    case Seen::Null:
-        return "null";
-    case Seen::Bool:
-        return "a boolean";
-    case Seen::String:
-        return "a string";
-    case Seen::Number:
-        return "a number";
-    case Seen::Object:
-        return "an object";
-    case Seen::Array:
-        return "an array";
+    case Seen::Absent: return "missing";
+    case Seen::Null: return "null";
+    case Seen::Bool: return "a boolean";
+    case Seen::String: return "a string";
+    case Seen::Number: return "a number";
+    case Seen::Object: return "an object";
+    case Seen::Array: return "an array";
     }
     return "?";
 }
 
 Seen seen_of(od::json_type t) {
     switch (t) {
-    case od::json_type::array:
-        return Seen::Array;
-    case od::json_type::object:
-        return Seen::Object;
-    case od::json_type::number:
-        return Seen::Number;
-    case od::json_type::string:
-        return Seen::String;
-    case od::json_type::boolean:
-        return Seen::Bool;
-    case od::json_type::null:
-        return Seen::Null;
+    case od::json_type::array: return Seen::Array;
+    case od::json_type::object: return Seen::Object;
+    case od::json_type::number: return Seen::Number;
+    case od::json_type::string: return Seen::String;
+    case od::json_type::boolean: return Seen::Bool;
+    case od::json_type::null: return Seen::Null;
     }
     return Seen::Absent;
 }
@@ -251,32 +237,19 @@ std::int64_t days_since_epoch(std::int64_t y, int m, int d) {
 
 const char* to_string(DecodeError e) {
     switch (e) {
-    case DecodeError::None:
-        return "";
-    case DecodeError::InvalidJson:
-        return "invalid_json";
-    case DecodeError::NotAnObject:
-        return "not_an_object";
-    case DecodeError::MissingKey:
-        return "missing_key";
-    case DecodeError::BadKey:
-        return "bad_key";
-    case DecodeError::MissingTime:
-        return "missing_time";
-    case DecodeError::BadTime:
-        return "bad_time";
-    case DecodeError::TimeOutOfRange:
-        return "time_out_of_range";
-    case DecodeError::NonNumericValue:
-        return "non_numeric_value";
-    case DecodeError::InvalidText:
-        return "invalid_text";
-    case DecodeError::KeyTooLong:
-        return "key_too_long";
-    case DecodeError::TimeInFuture:
-        return "time_in_future";
-    case DecodeError::ValueOutOfRange:
-        return "value_out_of_range";
+    case DecodeError::None: return "";
+    case DecodeError::InvalidJson: return "invalid_json";
+    case DecodeError::NotAnObject: return "not_an_object";
+    case DecodeError::MissingKey: return "missing_key";
+    case DecodeError::BadKey: return "bad_key";
+    case DecodeError::MissingTime: return "missing_time";
+    case DecodeError::BadTime: return "bad_time";
+    case DecodeError::TimeOutOfRange: return "time_out_of_range";
+    case DecodeError::NonNumericValue: return "non_numeric_value";
+    case DecodeError::InvalidText: return "invalid_text";
+    case DecodeError::KeyTooLong: return "key_too_long";
+    case DecodeError::TimeInFuture: return "time_in_future";
+    case DecodeError::ValueOutOfRange: return "value_out_of_range";
     }
     return "unknown";
 }
@@ -529,10 +502,8 @@ struct JsonDecoder::Impl {
             return json_number(tok, integer) ? simdjson::SUCCESS : simdjson::NUMBER_ERROR;
         case od::json_type::boolean:
             return tok == "true" || tok == "false" ? simdjson::SUCCESS : simdjson::T_ATOM_ERROR;
-        case od::json_type::null:
-            return tok == "null" ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
-        default:
-            return simdjson::TAPE_ERROR;
+        case od::json_type::null: return tok == "null" ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+        default: return simdjson::TAPE_ERROR;
         }
     }
 
@@ -637,13 +608,9 @@ struct JsonDecoder::Impl {
             case Seen::Object:
             case Seen::Array:
                 return field_error(DecodeError::BadKey, cfg.key_path, kind_name(s.seen));
-            case Seen::Bool:
-                text = s.boolean ? "true" : "false";
-                break;
+            case Seen::Bool: text = s.boolean ? "true" : "false"; break;
             case Seen::String:
-            case Seen::Number:
-                text = s.text;
-                break;
+            case Seen::Number: text = s.text; break;
             }
         }
         if (cfg.max_key_bytes != 0 && text.size() > cfg.max_key_bytes) {
@@ -682,12 +649,10 @@ struct JsonDecoder::Impl {
         bool in_range = false;
         switch (s.seen) {
         case Seen::Absent:
-        case Seen::Null:
-            return field_error(DecodeError::MissingTime, path, kind_name(s.seen));
+        case Seen::Null: return field_error(DecodeError::MissingTime, path, kind_name(s.seen));
         case Seen::Bool:
         case Seen::Object:
-        case Seen::Array:
-            return field_error(DecodeError::BadTime, path, kind_name(s.seen));
+        case Seen::Array: return field_error(DecodeError::BadTime, path, kind_name(s.seen));
         case Seen::String:
             if (!parse_iso8601(s.text, out)) {
                 field_error(DecodeError::BadTime, path, "not an ISO-8601 time: ");
@@ -739,8 +704,7 @@ struct JsonDecoder::Impl {
             const Slot& s = slots[value_slots[i]];
             switch (s.seen) {
             case Seen::Absent:
-            case Seen::Null:
-                break;
+            case Seen::Null: break;
             case Seen::Number:
                 if (s.num == NumKind::Int) {
                     out[i] = core::Value::of_int(s.i);

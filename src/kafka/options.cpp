@@ -35,9 +35,9 @@ const std::vector<ManagedOption>& managed_options() {
     static const std::vector<ManagedOption> options = {
         {"bootstrap.servers", nullptr},     // the source's brokers argument
         {"metadata.broker.list", nullptr},  // librdkafka's alias of bootstrap.servers
-        {"group.id", nullptr},              // one per source (offsets are stoatflow's, not the group's)
-        {"group.instance.id", nullptr},     // no group membership at all: partitions are assigned
-        {"enable.auto.commit", "false"},    // offsets are committed with the window state
+        {"group.id", nullptr},  // one per source (offsets are stoatflow's, not the group's)
+        {"group.instance.id", nullptr},   // no group membership at all: partitions are assigned
+        {"enable.auto.commit", "false"},  // offsets are committed with the window state
         {"enable.auto.offset.store", "false"},
         {"enable.partition.eof", "true"},  // a partition caught up is how wait_caught_up knows
         // Positions are always explicit; one that falls out of the log is reported, never
@@ -93,8 +93,7 @@ bool is_secret_option(const std::string& name) {
 
 void check_option_allowed(const std::string& name, bool may_read_files) {
     switch (classify_option(name)) {
-    case OptionKind::Ordinary:
-        return;
+    case OptionKind::Ordinary: return;
     case OptionKind::Managed:
         throw Error(sqlstate::kInvalidParameterValue,
                     "kafka option \"" + name + "\" is managed by stoatflow",

@@ -74,7 +74,8 @@ SourceDef source_from_row(std::uint64_t r) {
     if (!null_names && !null_values) {
         auto n = text_array_to_vector(names);
         auto v = text_array_to_vector(values);
-        for (std::size_t i = 0; i < n.size() && i < v.size(); ++i) s.kafka_options.emplace_back(n[i], v[i]);
+        for (std::size_t i = 0; i < n.size() && i < v.size(); ++i)
+            s.kafka_options.emplace_back(n[i], v[i]);
     }
     if (const auto limit = spi_int64(r, 13)) s.future_limit = *limit;
     s.max_key_bytes = static_cast<std::size_t>(max_key_bytes);
@@ -91,7 +92,8 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     AggregationDef a;
     a.id = static_cast<std::int32_t>(*spi_int64(r, 1));
     a.name = *spi_text(r, 2);
-    a.spec = window_spec_from(*spi_text(r, 3), *spi_int64(r, 4), *spi_int64(r, 5), *spi_int64(r, 6));
+    a.spec =
+        window_spec_from(*spi_text(r, 3), *spi_int64(r, 4), *spi_int64(r, 5), *spi_int64(r, 6));
     bool isnull;
     auto fns = text_array_to_vector(spi_datum(r, 7, &isnull));
     auto fields = text_array_to_vector(spi_datum(r, 8, &isnull));
@@ -110,14 +112,16 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
 }  // namespace
 
 SourceDef load_source(const std::string& name) {
-    if (spi_exec(std::string(kSourceColumns) + "WHERE source_name OPERATOR(pg_catalog.=) $1", {arg_text(name)}) == 0)
+    if (spi_exec(std::string(kSourceColumns) + "WHERE source_name OPERATOR(pg_catalog.=) $1",
+                 {arg_text(name)}) == 0)
         throw Error(sqlstate::kUndefinedObject, "source \"" + name + "\" does not exist",
                     "Create it with stoatflow.create_source().");
     return source_from_row(0);
 }
 
 std::optional<SourceDef> load_source_by_id(std::int32_t id) {
-    if (spi_exec(std::string(kSourceColumns) + "WHERE source_id OPERATOR(pg_catalog.=) $1", {arg_int32(id)}) == 0)
+    if (spi_exec(std::string(kSourceColumns) + "WHERE source_id OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(id)}) == 0)
         return std::nullopt;
     return source_from_row(0);
 }
@@ -132,7 +136,9 @@ std::vector<AggregationDef> load_aggregations(std::int32_t source_id) {
 }
 
 AggregationDef load_aggregation(const std::string& name) {
-    if (spi_exec(std::string(kAggregationColumns) + "WHERE aggregation_name OPERATOR(pg_catalog.=) $1", {arg_text(name)}) == 0)
+    if (spi_exec(std::string(kAggregationColumns) +
+                     "WHERE aggregation_name OPERATOR(pg_catalog.=) $1",
+                 {arg_text(name)}) == 0)
         throw Error(sqlstate::kUndefinedObject, "aggregation \"" + name + "\" does not exist");
     return aggregation_from_row(0);
 }

@@ -30,11 +30,13 @@ RecordPathConfig record_path_config(const SourceDef& src, const std::vector<Aggr
     std::set<std::string> seen;
     for (const auto& a : aggs)
         for (const auto& s : a.aggregates)
-            if (!s.field.empty() && seen.insert(s.field).second) cfg.decoder.value_paths.push_back(s.field);
+            if (!s.field.empty() && seen.insert(s.field).second)
+                cfg.decoder.value_paths.push_back(s.field);
     cfg.max_out_of_orderness = src.max_out_of_orderness;
     cfg.idle_timeout = src.idle_timeout;
     for (const auto& a : aggs)
-        cfg.aggregations.push_back({a.name, a.spec, a.aggregates, a.emit, a.retention, a.segment_interval});
+        cfg.aggregations.push_back(
+            {a.name, a.spec, a.aggregates, a.emit, a.retention, a.segment_interval});
     return cfg;
 }
 
@@ -48,9 +50,10 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
 }
 
 core::Millis committed_watermark(std::int32_t aggregation_id) {
-    if (spi_exec("SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
-                 "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
-                 {arg_int32(aggregation_id)}) > 0 &&
+    if (spi_exec(
+            "SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
+            "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
+            {arg_int32(aggregation_id)}) > 0 &&
         !spi_isnull(0, 1))
         return *spi_int64(0, 1);
     return core::kNoTime;
@@ -69,10 +72,11 @@ void CommitCycle::restore() {
 
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         Aggregation& a = aggs_[i];
-        if (spi_exec("SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
-                     "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written "
-                     "FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-                     {arg_int32(a.def.id)}) > 0) {
+        if (spi_exec(
+                "SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
+                "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written "
+                "FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                {arg_int32(a.def.id)}) > 0) {
             a.base.records_in = *spi_int64(0, 1);
             a.base.dropped_late_window = *spi_int64(0, 2);
             a.base.dropped_late_session = *spi_int64(0, 3);
@@ -84,11 +88,14 @@ void CommitCycle::restore() {
         }
         a.sink.restore(a.def.id);
         a.segments.load();
-        a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) { path_.restore_window(i, row); });
+        a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) {
+            path_.restore_window(i, row);
+        });
     }
 }
 
-void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap, CommitCounts& counts) {
+void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap,
+                                    CommitCounts& counts) {
     Aggregation& agg = aggs_[i];
     const CommitSnapshot::Aggregation& a = snap.aggs[i];
     const core::CommitOutput& out = a.out;
@@ -111,7 +118,8 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap, C
     bool closed_some = false;
     for (const auto& u : out.upserts) closed_some |= u.final;
     if (closed_some)
-        agg.freshness_lag = snap.w_moved_at > 0 ? std::max<core::Millis>(0, snap.now - snap.w_moved_at) : 0;
+        agg.freshness_lag =
+            snap.w_moved_at > 0 ? std::max<core::Millis>(0, snap.now - snap.w_moved_at) : 0;
     const std::int64_t owed = agg.sink.owed_windows(agg.def.id);
     spi_exec(
         "UPDATE stoatflow.aggregation_progress SET emit_frontier_ms = $2, records_in = $3, "
@@ -129,8 +137,8 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap, C
          arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
          arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
          arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
-         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag), arg_text(agg.sink.error()),
-         arg_int64(owed)});
+         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag),
+         arg_text(agg.sink.error()), arg_int64(owed)});
 }
 
 void CommitCycle::commit(core::Millis now) { write(path_.take_snapshot(now)); }
@@ -157,25 +165,31 @@ void CommitCycle::write_dead_letters(const CommitSnapshot& snap) {
         parts.push_back(Int32GetDatum(d.partition));
         offsets.push_back(Int64GetDatum(d.offset));
         reasons.push_back(text_datum(d.reason));
-        details.push_back(text_datum(storable_text(d.detail.data(), d.detail.size(), kDeadLetterDetailBytes)));
+        details.push_back(
+            text_datum(storable_text(d.detail.data(), d.detail.size(), kDeadLetterDetailBytes)));
         payloads.push_back(text_datum(d.payload));
     }
-    spi_exec("INSERT INTO stoatflow.dead_letters (source_name, partition, \"offset\", reason, detail, payload) "
-             "SELECT $1, p, o, r, d, y FROM " + unnest_rows(5, 2) + " AS u(p, o, r, d, y)",
-             {arg_text(source_.name), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
-              {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
-              {TEXTARRAYOID, make_array(reasons, {}, TEXTOID)},
-              {TEXTARRAYOID, make_array(details, {}, TEXTOID)},
-              {TEXTARRAYOID, make_array(payloads, {}, TEXTOID)}});
+    spi_exec(
+        "INSERT INTO stoatflow.dead_letters (source_name, partition, \"offset\", reason, detail, payload) "
+        "SELECT $1, p, o, r, d, y FROM " +
+            unnest_rows(5, 2) + " AS u(p, o, r, d, y)",
+        {arg_text(source_.name),
+         {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+         {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
+         {TEXTARRAYOID, make_array(reasons, {}, TEXTOID)},
+         {TEXTARRAYOID, make_array(details, {}, TEXTOID)},
+         {TEXTARRAYOID, make_array(payloads, {}, TEXTOID)}});
 }
 
 void CommitCycle::write_progress(const CommitSnapshot& snap) {
-    spi_exec("INSERT INTO stoatflow.source_progress (source_id, watermark_ms, watermark_state, commit_seq, committed_at) "
-             "VALUES ($1, $2, $3, $4, pg_catalog.now()) ON CONFLICT (source_id) DO UPDATE SET "
-             "watermark_ms = EXCLUDED.watermark_ms, watermark_state = EXCLUDED.watermark_state, "
-             "commit_seq = EXCLUDED.commit_seq, committed_at = EXCLUDED.committed_at",
-             {arg_int32(source_.id), snap.watermark == core::kNoTime ? arg_null(INT8OID) : arg_int64(snap.watermark),
-              arg_text(snap.watermark_state), arg_int64(snap.seq)});
+    spi_exec(
+        "INSERT INTO stoatflow.source_progress (source_id, watermark_ms, watermark_state, commit_seq, committed_at) "
+        "VALUES ($1, $2, $3, $4, pg_catalog.now()) ON CONFLICT (source_id) DO UPDATE SET "
+        "watermark_ms = EXCLUDED.watermark_ms, watermark_state = EXCLUDED.watermark_state, "
+        "commit_seq = EXCLUDED.commit_seq, committed_at = EXCLUDED.committed_at",
+        {arg_int32(source_.id),
+         snap.watermark == core::kNoTime ? arg_null(INT8OID) : arg_int64(snap.watermark),
+         arg_text(snap.watermark_state), arg_int64(snap.seq)});
     if (snap.next_offsets.empty()) return;
     std::vector<Datum> parts, offsets, skipped;
     for (const auto& [p, o] : snap.next_offsets) {
@@ -184,13 +198,17 @@ void CommitCycle::write_progress(const CommitSnapshot& snap) {
         const auto s = snap.skipped.find(p);
         skipped.push_back(Int64GetDatum(s == snap.skipped.end() ? 0 : s->second));
     }
-    spi_exec("INSERT INTO stoatflow.partition_offset (source_id, partition, next_offset, offsets_skipped) "
-             "SELECT $1, p, o, s FROM " + unnest_rows(3, 2) + " AS u(p, o, s) "
-             "ON CONFLICT (source_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
-             "offsets_skipped = partition_offset.offsets_skipped OPERATOR(pg_catalog.+) EXCLUDED.offsets_skipped",
-             {arg_int32(source_.id), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
-              {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
-              {INT8ARRAYOID, make_array(skipped, {}, INT8OID)}});
+    spi_exec(
+        "INSERT INTO stoatflow.partition_offset (source_id, partition, next_offset, offsets_skipped) "
+        "SELECT $1, p, o, s FROM " +
+            unnest_rows(3, 2) +
+            " AS u(p, o, s) "
+            "ON CONFLICT (source_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+            "offsets_skipped = partition_offset.offsets_skipped OPERATOR(pg_catalog.+) EXCLUDED.offsets_skipped",
+        {arg_int32(source_.id),
+         {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+         {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
+         {INT8ARRAYOID, make_array(skipped, {}, INT8OID)}});
 }
 
 }  // namespace stoatflow::pg

@@ -129,7 +129,8 @@ void SourceWorker::step() {
     reload_config_if_pending();
     const core::CommitPolicy policy{commit_interval_ms, catchup_commit_interval_ms};
     const core::Millis later = clock_.now();
-    if (commit_timer_.due(policy, later, pipeline_->path().records_since_commit(), pipeline_->path().pending_changes(), waiting,
+    if (commit_timer_.due(policy, later, pipeline_->path().records_since_commit(),
+                          pipeline_->path().pending_changes(), waiting,
                           pipeline_->path().pending_segments()) ||
         pipeline_->sink_retry_due(later))
         commit(false);
@@ -141,7 +142,8 @@ bool SourceWorker::consume(RecordPath& path, int timeout_ms, core::Millis now) {
     return consumer_->poll(
                kPollBatch, timeout_ms,
                [&](const kafka::Message& m) {
-                   path.process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len, m.timestamp, now);
+                   path.process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len,
+                                m.timestamp, now);
                },
                [&](std::int32_t p, std::int64_t end) {
                    progress_end(p, end);
@@ -172,10 +174,11 @@ void SourceWorker::progress_end(std::int32_t p, std::int64_t end) {
 void SourceWorker::note_skip(RecordPath& path, std::int32_t p, std::int64_t from, std::int64_t to) {
     path.skip_offsets(p, from, to);
     offsets_moved_ = true;
-    const std::string msg = "partition " + std::to_string(p) + ": offsets " + std::to_string(from) + " to " +
-                            std::to_string(to - 1) + " (" + std::to_string(to - from) +
-                            ") were deleted by the topic's retention before they were read; skipped "
-                            "(see stoatflow.dead_letters, reason offsets_skipped)";
+    const std::string msg =
+        "partition " + std::to_string(p) + ": offsets " + std::to_string(from) + " to " +
+        std::to_string(to - 1) + " (" + std::to_string(to - from) +
+        ") were deleted by the topic's retention before they were read; skipped "
+        "(see stoatflow.dead_letters, reason offsets_skipped)";
     status_rule_.broker_error(clock_.now(), msg);
     pg_call([&] { elog(WARNING, "stoatflow source %d: %s", source_id_, msg.c_str()); });
 }
@@ -202,8 +205,9 @@ void SourceWorker::out_of_range(core::Millis now) {
                 pos = lo;
             } else if (pos > hi) {
                 status_rule_.broker_error(
-                    now, "partition " + std::to_string(p) + ": the committed position " + std::to_string(pos) +
-                             " is past the end of the log (" + std::to_string(hi) +
+                    now, "partition " + std::to_string(p) + ": the committed position " +
+                             std::to_string(pos) + " is past the end of the log (" +
+                             std::to_string(hi) +
                              "): the topic was re-created or the broker lost records; this "
                              "partition is not read (drop and re-create the source to start over)");
                 it->second = now + kPartitionCheckMs;
@@ -233,8 +237,8 @@ void SourceWorker::commit(bool final) {
     }
     const core::Millis w = pipeline_->path().watermark().current();
     const core::Millis now = clock_.now();
-    const bool changed = pipeline_->path().records_since_commit() > 0 || offsets_moved_ || w != committed_w_ ||
-                         status_moved_ || pipeline_->sink_retry_due(now);
+    const bool changed = pipeline_->path().records_since_commit() > 0 || offsets_moved_ ||
+                         w != committed_w_ || status_moved_ || pipeline_->sink_retry_due(now);
     commit_timer_.committed(clock_.now());
     bool rebuild = false;
     if (changed) {
@@ -248,31 +252,37 @@ void SourceWorker::commit(bool final) {
         status_moved_ = false;
         {
             std::optional<BackgroundStep> consuming;
-            if (!final) consuming.emplace([this, &path = pipeline_->path()] { return consume_while_writing(path); });
+            if (!final)
+                consuming.emplace(
+                    [this, &path = pipeline_->path()] { return consume_while_writing(path); });
             CommitCounts counts;
             in_transaction([&] {
                 counts = pipeline_->write(snap);
                 write_partition_status(status);
                 rebuild = aggregation_signature() != signature_;
             });
-            const double ms =
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+            const double ms = std::chrono::duration<double, std::milli>(
+                                  std::chrono::steady_clock::now() - started)
+                                  .count();
             if (consuming) consuming->finish();
             if (log_commits) log_commit(snap.seq, counts, ms);
         }
         consumer_->commit_offsets(topic_, snap.next_offsets);
     } else if (!final) {
-        in_transaction([&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
+        in_transaction(
+            [&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
     }
-    if (status_rule_.committed()) set_status("running", "");  // a commit went through: the failure is over
+    if (status_rule_.committed())
+        set_status("running", "");  // a commit went through: the failure is over
     // Aggregations added or dropped (or the source gone): start over from what is committed.
     if (rebuild && !final) drop_pipeline();
 }
 
 std::string SourceWorker::aggregation_signature() {
-    spi_exec("SELECT coalesce(pg_catalog.string_agg(aggregation_id::pg_catalog.text, ',' ORDER BY aggregation_id), '') "
-             "FROM stoatflow.aggregation WHERE source_id OPERATOR(pg_catalog.=) $1",
-             {arg_int32(source_id_)});
+    spi_exec(
+        "SELECT coalesce(pg_catalog.string_agg(aggregation_id::pg_catalog.text, ',' ORDER BY aggregation_id), '') "
+        "FROM stoatflow.aggregation WHERE source_id OPERATOR(pg_catalog.=) $1",
+        {arg_int32(source_id_)});
     return *spi_text(0, 1);
 }
 
@@ -284,20 +294,23 @@ bool SourceWorker::source_exists() {
 void SourceWorker::log_commit(std::int64_t seq, const CommitCounts& c, double ms) {
     const std::string name = pipeline_->source().name;
     pg_call([&] {
-        ereport(LOG, (errmsg("stoatflow commit: source=%s seq=%lld records=%lld state_rows=%lld "
-                             "state_bytes=%lld sink_rows=%lld sink_deletes=%lld dead_letters=%lld "
-                             "state_ms=%.1f sink_ms=%.1f ms=%.1f",
-                             name.c_str(), static_cast<long long>(seq), static_cast<long long>(c.records),
-                             static_cast<long long>(c.state_rows), static_cast<long long>(c.state_bytes),
-                             static_cast<long long>(c.sink_rows), static_cast<long long>(c.sink_deletes),
-                             static_cast<long long>(c.dead_letters), c.state_ms, c.sink_ms, ms)));
+        ereport(
+            LOG,
+            (errmsg("stoatflow commit: source=%s seq=%lld records=%lld state_rows=%lld "
+                    "state_bytes=%lld sink_rows=%lld sink_deletes=%lld dead_letters=%lld "
+                    "state_ms=%.1f sink_ms=%.1f ms=%.1f",
+                    name.c_str(), static_cast<long long>(seq), static_cast<long long>(c.records),
+                    static_cast<long long>(c.state_rows), static_cast<long long>(c.state_bytes),
+                    static_cast<long long>(c.sink_rows), static_cast<long long>(c.sink_deletes),
+                    static_cast<long long>(c.dead_letters), c.state_ms, c.sink_ms, ms)));
     });
 }
 
 // Per partition: id, high watermark, idle.
 SourceWorker::PartitionStatus SourceWorker::partition_status() {
     PartitionStatus out;
-    for (const auto& [p, h] : high_) out.emplace_back(p, h, pipeline_->path().watermark().is_idle(p));
+    for (const auto& [p, h] : high_)
+        out.emplace_back(p, h, pipeline_->path().watermark().is_idle(p));
     return out;
 }
 
@@ -309,12 +322,17 @@ void SourceWorker::write_partition_status(const PartitionStatus& status) {
         idles.push_back(BoolGetDatum(idle));
     }
     if (parts.empty()) return;
-    spi_exec("INSERT INTO stoatflow.partition_status (source_id, partition, high_watermark, idle, updated_at) "
-             "SELECT $1, p, h, i, pg_catalog.now() FROM " + unnest_rows(3, 2) + " AS u(p, h, i) "
-             "ON CONFLICT (source_id, partition) DO UPDATE SET high_watermark = EXCLUDED.high_watermark, "
-             "idle = EXCLUDED.idle, updated_at = EXCLUDED.updated_at",
-             {arg_int32(source_id_), {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
-              {INT8ARRAYOID, make_array(highs, {}, INT8OID)}, {BOOLARRAYOID, make_array(idles, {}, BOOLOID)}});
+    spi_exec(
+        "INSERT INTO stoatflow.partition_status (source_id, partition, high_watermark, idle, updated_at) "
+        "SELECT $1, p, h, i, pg_catalog.now() FROM " +
+            unnest_rows(3, 2) +
+            " AS u(p, h, i) "
+            "ON CONFLICT (source_id, partition) DO UPDATE SET high_watermark = EXCLUDED.high_watermark, "
+            "idle = EXCLUDED.idle, updated_at = EXCLUDED.updated_at",
+        {arg_int32(source_id_),
+         {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+         {INT8ARRAYOID, make_array(highs, {}, INT8OID)},
+         {BOOLARRAYOID, make_array(idles, {}, BOOLOID)}});
 }
 
 }  // namespace stoatflow::pg

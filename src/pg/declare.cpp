@@ -40,7 +40,9 @@ extern "C" {
 #include "stoatflow/pg/limits.hpp"
 
 namespace {
-bool object_aclcheck_usage(Oid nsp, Oid role) { return pg_namespace_aclcheck(nsp, role, ACL_USAGE) == ACLCHECK_OK; }
+bool object_aclcheck_usage(Oid nsp, Oid role) {
+    return pg_namespace_aclcheck(nsp, role, ACL_USAGE) == ACLCHECK_OK;
+}
 }  // namespace
 
 using namespace stoatflow;
@@ -49,7 +51,8 @@ using namespace stoatflow::pg;
 // _check_window(kind, size_ms, advance_ms, grace_ms, retention_ms) → (retention, interval)
 STOATFLOW_FUNCTION(stoatflow__check_window) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
-        throw Error(sqlstate::kInvalidParameterValue, "window kind, size and grace must not be NULL");
+        throw Error(sqlstate::kInvalidParameterValue,
+                    "window kind, size and grace must not be NULL");
     const std::string kind = text_to_string(PG_GETARG_DATUM(0));
     const core::Millis size = PG_GETARG_INT64(1);
     const core::Millis advance = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
@@ -90,7 +93,8 @@ std::string field_path_of(Node* arg) {
         ListCell* lc;
         foreach (lc, castNode(ColumnRef, arg)->fields) {
             Node* f = static_cast<Node*>(lfirst(lc));
-            if (!IsA(f, String)) bad_aggregates("an aggregate argument may not use \"*\" as a field");
+            if (!IsA(f, String))
+                bad_aggregates("an aggregate argument may not use \"*\" as a field");
             if (!path.empty()) path += '.';
             path += strVal(f);
         }
@@ -111,7 +115,8 @@ namespace {
 void refuse_long_identifiers(const std::string& text) {
     const auto too_long = [](const std::string& name) {
         throw Error(sqlstate::kNameTooLong,
-                    "identifier \"" + name + "\" is longer than " + std::to_string(kMaxNameBytes) + " bytes",
+                    "identifier \"" + name + "\" is longer than " + std::to_string(kMaxNameBytes) +
+                        " bytes",
                     "PostgreSQL would truncate it; use a shorter name.");
     };
     std::size_t i = 0;
@@ -121,26 +126,31 @@ void refuse_long_identifiers(const std::string& text) {
         if (c == '\'') {  // a string literal ('' escapes a quote): not a name
             for (++i; i < n; ++i)
                 if (text[i] == '\'') {
-                    if (i + 1 < n && text[i + 1] == '\'') ++i;
-                    else break;
+                    if (i + 1 < n && text[i + 1] == '\'')
+                        ++i;
+                    else
+                        break;
                 }
             ++i;
         } else if (c == '"') {
             std::string name;
             for (++i; i < n; ++i) {
                 if (text[i] == '"') {
-                    if (i + 1 < n && text[i + 1] == '"') name += text[++i];
-                    else break;
+                    if (i + 1 < n && text[i + 1] == '"')
+                        name += text[++i];
+                    else
+                        break;
                 } else {
                     name += text[i];
                 }
             }
             ++i;
             if (name.size() > kMaxNameBytes) too_long(name);
-        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80) {
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
+                   static_cast<unsigned char>(c) >= 0x80) {
             const std::size_t start = i;
-            while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '$' ||
-                             static_cast<unsigned char>(text[i]) >= 0x80))
+            while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
+                             text[i] == '$' || static_cast<unsigned char>(text[i]) >= 0x80))
                 ++i;
             if (i - start > kMaxNameBytes) too_long(text.substr(start, i - start));
         } else {
@@ -154,13 +164,15 @@ std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& li
     refuse_long_identifiers(list);
     const std::string sql = "SELECT " + list;
     List* stmts = pg_call([&] { return raw_parser(sql.c_str(), RAW_PARSE_DEFAULT); });
-    if (list_length(stmts) != 1) bad_aggregates("the aggregate list must be one list of aggregates");
+    if (list_length(stmts) != 1)
+        bad_aggregates("the aggregate list must be one list of aggregates");
     Node* stmt = linitial_node(RawStmt, stmts)->stmt;
     if (!IsA(stmt, SelectStmt)) bad_aggregates("the aggregate list is not a list of aggregates");
     auto* select = castNode(SelectStmt, stmt);
     if (select->fromClause || select->whereClause || select->groupClause || select->havingClause ||
         select->sortClause || select->distinctClause || select->limitCount || select->limitOffset ||
-        select->windowClause || select->valuesLists || select->op != SETOP_NONE || select->withClause)
+        select->windowClause || select->valuesLists || select->op != SETOP_NONE ||
+        select->withClause)
         bad_aggregates("the aggregate list must contain aggregates only");
 
     std::vector<core::AggSpec> specs;
@@ -168,7 +180,8 @@ std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& li
     foreach (lc, select->targetList) {
         auto* target = lfirst_node(ResTarget, lc);
         if (!IsA(target->val, FuncCall))
-            bad_aggregates("each item of the aggregate list must be an aggregate call such as sum(amount)");
+            bad_aggregates(
+                "each item of the aggregate list must be an aggregate call such as sum(amount)");
         auto* call = castNode(FuncCall, target->val);
         if (list_length(call->funcname) != 1)
             bad_aggregates("aggregate names must not be schema-qualified");
@@ -196,7 +209,8 @@ std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& li
     for (const auto& spec : normalized)
         if (spec.column.size() > kMaxNameBytes)
             throw Error(sqlstate::kNameTooLong,
-                        "column name \"" + spec.column + "\" is longer than " + std::to_string(kMaxNameBytes) + " bytes",
+                        "column name \"" + spec.column + "\" is longer than " +
+                            std::to_string(kMaxNameBytes) + " bytes",
                         "Name the aggregate with a shorter AS name.");
     return normalized;
 }
@@ -211,7 +225,8 @@ STOATFLOW_FUNCTION(stoatflow__parse_aggregates) {
         const std::string fn = agg_fn_catalog_name(s.fn);
         const char* type = sql_type(core::column_type(s.fn)).name;
         pg_call([&] {
-            Datum values[4] = {CStringGetTextDatum(fn.c_str()), CStringGetTextDatum(s.field.c_str()),
+            Datum values[4] = {CStringGetTextDatum(fn.c_str()),
+                               CStringGetTextDatum(s.field.c_str()),
                                CStringGetTextDatum(s.column.c_str()), CStringGetTextDatum(type)};
             bool nulls[4] = {false, false, false, false};
             tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
@@ -231,10 +246,12 @@ STOATFLOW_FUNCTION(stoatflow__sink_columns) {
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     for (std::size_t c = 0; c < cols.names.size(); ++c) {
         const std::string& name = cols.names[c];
-        const bool aggregate = std::any_of(specs.begin(), specs.end(),
-                                           [&](const core::AggSpec& s) { return s.column == name; });
+        const bool aggregate = std::any_of(
+            specs.begin(), specs.end(), [&](const core::AggSpec& s) { return s.column == name; });
         // An aggregate over no value is NULL (min, max, avg); the window's own columns never are.
-        const char* constraint = aggregate ? "" : name == "final" ? " NOT NULL DEFAULT false" : " NOT NULL";
+        const char* constraint = aggregate         ? ""
+                                 : name == "final" ? " NOT NULL DEFAULT false"
+                                                   : " NOT NULL";
         const Oid type = cols.types[c];
         pg_call([&] {
             const char* type_name = format_type_be(type);
@@ -278,7 +295,8 @@ namespace {
 
 void check_brokers(const std::string& brokers) {
     auto bad = [&](const std::string& why) {
-        throw Error(sqlstate::kInvalidParameterValue, "invalid broker list \"" + brokers + "\": " + why,
+        throw Error(sqlstate::kInvalidParameterValue,
+                    "invalid broker list \"" + brokers + "\": " + why,
                     "Give bootstrap servers as host:port, comma-separated, e.g. "
                     "'kafka1:9092,kafka2:9092'.");
     };
@@ -307,7 +325,8 @@ void check_brokers(const std::string& brokers) {
             host = entry.substr(0, colon);
             if (colon != std::string::npos) port = entry.substr(colon + 1);
             for (char c : host)
-                if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_'))
+                if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
+                      c == '_'))
                     bad("host \"" + host + "\" has an invalid character");
         }
         if (host.empty()) bad("an entry has no host");
@@ -341,8 +360,9 @@ void check_kafka_config(const std::string& brokers, const std::vector<std::strin
                         "security.protocol, sasl.mechanisms, sasl.username.");
         if (r != RD_KAFKA_CONF_OK) {
             if (kafka::is_secret_option(n))
-                throw Error(sqlstate::kInvalidParameterValue,
-                            "invalid value for kafka option \"" + n + "\" (value not shown: secret)");
+                throw Error(sqlstate::kInvalidParameterValue, "invalid value for kafka option \"" +
+                                                                  n +
+                                                                  "\" (value not shown: secret)");
             throw Error(sqlstate::kInvalidParameterValue,
                         "invalid value for kafka option \"" + n + "\": " + err);
         }
@@ -362,8 +382,9 @@ STOATFLOW_FUNCTION(stoatflow__check_kafka_config) {
         throw Error(sqlstate::kInvalidParameterValue, "kafka option names and values do not match");
     // The role that called create_source (this runs inside it, as its definer).
     const Oid caller = GetOuterUserId();
-    const bool may_read_files =
-        pg_call([&] { return superuser_arg(caller) || has_privs_of_role(caller, ROLE_PG_READ_SERVER_FILES); });
+    const bool may_read_files = pg_call([&] {
+        return superuser_arg(caller) || has_privs_of_role(caller, ROLE_PG_READ_SERVER_FILES);
+    });
     check_kafka_config(brokers, names, values, may_read_files);
     PG_RETURN_VOID();
 }
@@ -389,7 +410,8 @@ const char* caller_search_path_value() {
     for (int i = 0; i < n; ++i) {
         if (strcmp(vars[i]->name, "search_path") != 0) continue;
         auto* conf = reinterpret_cast<struct config_string*>(vars[i]);
-        if (conf->gen.stack && conf->gen.stack->prior.val.stringval) return conf->gen.stack->prior.val.stringval;
+        if (conf->gen.stack && conf->gen.stack->prior.val.stringval)
+            return conf->gen.stack->prior.val.stringval;
         return *conf->variable;
     }
     return "";
@@ -397,7 +419,8 @@ const char* caller_search_path_value() {
 }  // namespace
 
 // _caller_search_path() → text[]: the schemas of the caller's search_path that exist and that the
-// caller may use, in order ("$user" resolved; pg_temp and pg_catalog left out: no sink lives there).
+// caller may use, in order ("$user" resolved; pg_temp and pg_catalog left out: no sink lives
+// there).
 STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
     const Oid caller = GetOuterUserId();
     const std::string path = pg_call([] { return caller_search_path_value(); });
@@ -425,13 +448,16 @@ STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
     std::vector<Datum> schemas;
     for (std::string name : names) {
         if (name == "$user") name = pg_call([&] { return GetUserNameFromId(caller, true); }) ?: "";
-        if (name.empty() || name == "pg_temp" || name == "pg_catalog" || name.rfind("pg_temp_", 0) == 0) continue;
+        if (name.empty() || name == "pg_temp" || name == "pg_catalog" ||
+            name.rfind("pg_temp_", 0) == 0)
+            continue;
         const char* nsp = name.c_str();
         const bool usable = pg_call([&] {
             const Oid oid = get_namespace_oid(nsp, true);
             return OidIsValid(oid) && object_aclcheck_usage(oid, caller);
         });
-        if (usable) schemas.push_back(PointerGetDatum(pg_call([&] { return cstring_to_text(nsp); })));
+        if (usable)
+            schemas.push_back(PointerGetDatum(pg_call([&] { return cstring_to_text(nsp); })));
     }
     return make_array(schemas, {}, TEXTOID);
 }

@@ -18,7 +18,6 @@ extern "C" {
 namespace stoatflow::pg {
 namespace {
 
-
 constexpr const char* kOutOfMemoryText = "out of memory";
 constexpr const char* kUnknownExceptionText = "unknown C++ exception in stoatflow";
 
@@ -167,10 +166,12 @@ void run_trapped(void (*fn)(void*), void* arg) {
 
 void refuse_in_restricted_operation() {
     if (InSecurityRestrictedOperation())
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("stoatflow functions cannot be called within a security-restricted operation"),
-                        errdetail("Sink triggers, constraints and defaults run as the aggregation's owner "
-                                  "in a security-restricted operation; they may not manage stoatflow.")));
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+             errmsg("stoatflow functions cannot be called within a security-restricted operation"),
+             errdetail("Sink triggers, constraints and defaults run as the aggregation's owner "
+                       "in a security-restricted operation; they may not manage stoatflow.")));
 }
 
 }  // namespace detail

@@ -41,7 +41,6 @@ static bool xact_callback_registered = false;
 
 namespace {
 
-
 // A started worker's handle, palloc'd in TopMemoryContext by PostgreSQL: freed when the worker
 // is seen stopped, when its source is dropped, and when the launcher itself exits.
 class WorkerHandle {
@@ -100,15 +99,18 @@ void start_worker(std::int32_t id, const std::string& name, Running& r) {
     r.waiting = true;
     const std::string source = name;
     pg_call([&] {
-        ereport(WARNING, (errmsg("stoatflow: no background worker slot is free for source \"%s\"", source.c_str()),
-                          errhint("Each source needs one background worker, the launcher one more: raise "
-                                  "max_worker_processes (and restart the server).")));
+        ereport(WARNING,
+                (errmsg("stoatflow: no background worker slot is free for source \"%s\"",
+                        source.c_str()),
+                 errhint("Each source needs one background worker, the launcher one more: raise "
+                         "max_worker_processes (and restart the server).")));
     });
     try {
         in_transaction([&] {
-            write_source_status(id, "waiting_for_worker",
-                                "no background worker slot is free: each source needs one, plus one for the "
-                                "launcher; raise max_worker_processes and restart the server");
+            write_source_status(
+                id, "waiting_for_worker",
+                "no background worker slot is free: each source needs one, plus one for the "
+                "launcher; raise max_worker_processes and restart the server");
         });
     } catch (const std::exception&) {
         // best effort, like every status
@@ -129,7 +131,8 @@ void run_launcher() {
         try {
             in_transaction([&] {
                 if (!extension_present()) return;
-                const auto n = spi_exec("SELECT source_id, source_name FROM stoatflow.source ORDER BY source_id");
+                const auto n = spi_exec(
+                    "SELECT source_id, source_name FROM stoatflow.source ORDER BY source_id");
                 for (std::uint64_t r = 0; r < n; ++r)
                     sources[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_text(r, 2);
             });
@@ -140,7 +143,8 @@ void run_launcher() {
         const core::Millis now = wall_now();
         for (auto it = workers.begin(); it != workers.end();) {
             if (!sources.count(it->first)) {
-                if (it->second.handle) pg_call([&] { TerminateBackgroundWorker(it->second.handle.get()); });
+                if (it->second.handle)
+                    pg_call([&] { TerminateBackgroundWorker(it->second.handle.get()); });
                 it = workers.erase(it);  // frees the handle
             } else {
                 ++it;
@@ -150,14 +154,16 @@ void run_launcher() {
             Running& r = workers[id];
             if (r.handle) {
                 pid_t pid;
-                const auto st = pg_call([&] { return GetBackgroundWorkerPid(r.handle.get(), &pid); });
+                const auto st =
+                    pg_call([&] { return GetBackgroundWorkerPid(r.handle.get(), &pid); });
                 if (st != BGWH_STOPPED) {
                     if (now - r.started_at > kWorkerHealthyMs) r.failures = 0;
                     continue;
                 }
                 r.handle.reset();  // exited or crashed: restart with backoff
                 r.failures = std::min(r.failures + 1, kWorkerRestartMaxShift);
-                r.next_start = now + std::min<core::Millis>(kWorkerRestartMaxMs, 500LL << r.failures);
+                r.next_start =
+                    now + std::min<core::Millis>(kWorkerRestartMaxMs, 500LL << r.failures);
             }
             if (now >= r.next_start) start_worker(id, name, r);
         }

@@ -14,8 +14,8 @@ RecordPath::RecordPath(const RecordPathConfig& config)
     for (const auto& def : config.aggregations) {
         Aggregation a;
         a.name = def.name;
-        a.engine = std::make_unique<core::WindowedAggregation>(def.spec, def.aggregates, def.emit, def.retention,
-                                                               def.segment_interval);
+        a.engine = std::make_unique<core::WindowedAggregation>(def.spec, def.aggregates, def.emit,
+                                                               def.retention, def.segment_interval);
         for (const auto& s : def.aggregates) {
             int idx = -1;
             for (std::size_t i = 0; i < paths.size(); ++i)
@@ -66,8 +66,9 @@ void RecordPath::skip_offsets(std::int32_t partition, std::int64_t from, std::in
                      ""});
 }
 
-void RecordPath::process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
-                         const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now) {
+void RecordPath::process(std::int32_t partition, std::int64_t offset, const char* payload,
+                         std::size_t len, const char* key, std::size_t key_len,
+                         core::Millis kafka_ts, core::Millis now) {
     ++records_since_commit_;
     next_offsets_[partition] = offset + 1;
     if (staged_ == staged_records_.size()) drain();
@@ -121,7 +122,8 @@ CommitSnapshot RecordPath::take_snapshot(core::Millis now) {
         engine.flush(snap.watermark, snap.aggs[i].out);
         snap.aggs[i].stats = engine.stats();
         snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());
-        snap.aggs[i].keys_with_open_windows = static_cast<std::int64_t>(engine.keys_with_open_windows());
+        snap.aggs[i].keys_with_open_windows =
+            static_cast<std::int64_t>(engine.keys_with_open_windows());
     }
     records_since_commit_ = 0;
     w_at_commit_ = snap.watermark;

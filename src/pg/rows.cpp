@@ -19,7 +19,9 @@ namespace {
 constexpr core::Millis kPgEpochMs = 946684800000LL;  // 2000-01-01 in Unix milliseconds
 }  // namespace
 
-Datum millis_to_timestamptz(core::Millis ms) { return TimestampTzGetDatum((ms - kPgEpochMs) * 1000); }
+Datum millis_to_timestamptz(core::Millis ms) {
+    return TimestampTzGetDatum((ms - kPgEpochMs) * 1000);
+}
 
 Datum text_datum(const std::string& s) {
     return PointerGetDatum(

@@ -26,12 +26,14 @@ namespace stoatflow::pg {
 namespace {
 
 std::string segment_relname(std::int32_t agg_id, core::Millis start) {
-    return "a" + std::to_string(agg_id) + "_" + (start < 0 ? "m" + std::to_string(-start) : std::to_string(start));
+    return "a" + std::to_string(agg_id) + "_" +
+           (start < 0 ? "m" + std::to_string(-start) : std::to_string(start));
 }
 
 Oid state_relid(const std::string& relname) {
     const char* name = relname.c_str();
-    return pg_call([&] { return get_relname_relid(name, get_namespace_oid("stoatflow_state", false)); });
+    return pg_call(
+        [&] { return get_relname_relid(name, get_namespace_oid("stoatflow_state", false)); });
 }
 
 Columns state_columns() {
@@ -61,10 +63,9 @@ void release_read_lock(Oid relid) {
 
 void SegmentStore::load() {
     segments_.clear();
-    const auto n = spi_exec(
-        "SELECT segment_start, span_ms, relname, relid FROM stoatflow.segment "
-        "WHERE aggregation_id OPERATOR(pg_catalog.=) $1 ORDER BY segment_start",
-        {arg_int32(aggregation_id_)});
+    const auto n = spi_exec("SELECT segment_start, span_ms, relname, relid FROM stoatflow.segment "
+                            "WHERE aggregation_id OPERATOR(pg_catalog.=) $1 ORDER BY segment_start",
+                            {arg_int32(aggregation_id_)});
     for (std::uint64_t r = 0; r < n; ++r) {
         Segment s{*spi_int64(r, 1), *spi_int64(r, 2), *spi_text(r, 3),
                   static_cast<Oid>(spi_int64(r, 4).value_or(InvalidOid))};
@@ -122,14 +123,19 @@ Segment& SegmentStore::segment_for(core::Millis start) {
              "commit_seq bigint NOT NULL)");
     seg.relid = state_relid(seg.relname);
     // relid: stoatflow.stats sizes segments by id, so a segment dropped meanwhile is just gone.
-    spi_exec("INSERT INTO stoatflow.segment (aggregation_id, segment_start, span_ms, relname, relid) "
-             "VALUES ($1, $2, $3, $4, $5)",
-             {arg_int32(aggregation_id_), arg_int64(seg.start), arg_int64(seg.span), arg_text(seg.relname),
-              {OIDOID, ObjectIdGetDatum(seg.relid)}});
+    spi_exec(
+        "INSERT INTO stoatflow.segment (aggregation_id, segment_start, span_ms, relname, relid) "
+        "VALUES ($1, $2, $3, $4, $5)",
+        {arg_int32(aggregation_id_),
+         arg_int64(seg.start),
+         arg_int64(seg.span),
+         arg_text(seg.relname),
+         {OIDOID, ObjectIdGetDatum(seg.relid)}});
     return segments_.emplace(start, seg).first->second;
 }
 
-SegmentStore::Written SegmentStore::write(const core::AggLayout& layout, const std::vector<core::WindowStateRow>& rows,
+SegmentStore::Written SegmentStore::write(const core::AggLayout& layout,
+                                          const std::vector<core::WindowStateRow>& rows,
                                           std::int64_t seq) {
     Written written;
     if (rows.empty()) return written;
@@ -152,21 +158,26 @@ SegmentStore::Written SegmentStore::write(const core::AggLayout& layout, const s
                 layout.serialize(r->cells.data(), bytes, r->floor);
                 written.bytes += static_cast<std::int64_t>(bytes.size());
             }
-            const Datum row[kCols] = {text_datum(r->key),       Int64GetDatum(r->start),
-                                      Int64GetDatum(r->end),     Int64GetDatum(r->event_time),
+            const Datum row[kCols] = {text_datum(r->key),
+                                      Int64GetDatum(r->start),
+                                      Int64GetDatum(r->end),
+                                      Int64GetDatum(r->event_time),
                                       r->removed ? (Datum)0 : bytea_datum(bytes),
-                                      BoolGetDatum(r->removed), Int64GetDatum(seq)};
+                                      BoolGetDatum(r->removed),
+                                      Int64GetDatum(seq)};
             for (int c = 0; c < kCols; ++c) {
                 values.push_back(row[c]);
                 nulls.push_back(c == 4 && r->removed);
             }
         }
         if (!OidIsValid(seg.relid)) seg.relid = state_relid(seg.relname);
-        append_or_insert(seg.relid, "stoatflow_state." + quote_ident(seg.relname), state_columns(), values, nulls,
-                         false);
-        spi_exec("UPDATE stoatflow.segment SET rows_written = rows_written OPERATOR(pg_catalog.+) $3 "
-                 "WHERE aggregation_id OPERATOR(pg_catalog.=) $1 AND segment_start OPERATOR(pg_catalog.=) $2",
-                 {arg_int32(aggregation_id_), arg_int64(seg.start), arg_int64(static_cast<std::int64_t>(group.size()))});
+        append_or_insert(seg.relid, "stoatflow_state." + quote_ident(seg.relname), state_columns(),
+                         values, nulls, false);
+        spi_exec(
+            "UPDATE stoatflow.segment SET rows_written = rows_written OPERATOR(pg_catalog.+) $3 "
+            "WHERE aggregation_id OPERATOR(pg_catalog.=) $1 AND segment_start OPERATOR(pg_catalog.=) $2",
+            {arg_int32(aggregation_id_), arg_int64(seg.start),
+             arg_int64(static_cast<std::int64_t>(group.size()))});
         written.rows += static_cast<std::int64_t>(group.size());
     }
     return written;

@@ -115,8 +115,8 @@ std::int64_t SinkWriter::owed_windows(std::int32_t aggregation_id) const {
 // they fail, what this commit owed the sink goes to the outbox instead (same transaction as
 // the state, so nothing is lost or doubled across crashes) and the aggregation retries with
 // backoff; once a write succeeds, the outbox drains into the sink in that commit.
-void SinkWriter::write(AggregationDef& def, const core::AggLayout& layout, const core::CommitOutput& out,
-                       core::Millis now) {
+void SinkWriter::write(AggregationDef& def, const core::AggLayout& layout,
+                       const core::CommitOutput& out, core::Millis now) {
     const bool owed = retry_.owed();
     if (owed) outbox_add(def.id, layout, out.deletes, out.upserts);
     if (!owed && out.deletes.empty() && out.upserts.empty()) return;
@@ -135,8 +135,9 @@ void SinkWriter::write(AggregationDef& def, const core::AggLayout& layout, const
     });
     if (failure.empty()) {
         if (sink != def.sink) {  // re-created by name: from now on, this table
-            spi_exec("UPDATE stoatflow.aggregation SET sink = $2 WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-                     {arg_int32(def.id), {OIDOID, ObjectIdGetDatum(sink)}});
+            spi_exec(
+                "UPDATE stoatflow.aggregation SET sink = $2 WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                {arg_int32(def.id), {OIDOID, ObjectIdGetDatum(sink)}});
             def.sink = sink;
         }
         retry_.succeeded();
@@ -147,8 +148,9 @@ void SinkWriter::write(AggregationDef& def, const core::AggLayout& layout, const
     const std::string name = def.name;
     const long long delay = static_cast<long long>(retry_.delay());
     pg_call([&] {
-        ereport(LOG, (errmsg("stoatflow aggregation \"%s\": sink write failed, retrying in %lld ms: %s", name.c_str(),
-                             delay, failure.c_str())));
+        ereport(LOG,
+                (errmsg("stoatflow aggregation \"%s\": sink write failed, retrying in %lld ms: %s",
+                        name.c_str(), delay, failure.c_str())));
     });
 }
 

@@ -148,8 +148,7 @@ Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core
                         bool* isnull) {
     *isnull = false;
     switch (core::column_type(layout.specs()[i].fn)) {
-    case core::ColumnType::BigInt:
-        return Int64GetDatum(*layout.as_bigint(i, cell));
+    case core::ColumnType::BigInt: return Int64GetDatum(*layout.as_bigint(i, cell));
     case core::ColumnType::Double: {
         const auto d = layout.as_double(i, cell);
         if (!d) {

@@ -25,10 +25,13 @@ namespace stoatflow::pg {
 
 namespace {
 
-std::string megabytes(std::int64_t bytes) { return std::to_string((bytes + (1 << 19)) >> 20) + " MB"; }
+std::string megabytes(std::int64_t bytes) {
+    return std::to_string((bytes + (1 << 19)) >> 20) + " MB";
+}
 }  // namespace
 
-SourceWorker::SourceWorker(std::int32_t source_id, const Clock& clock) : source_id_(source_id), clock_(clock) {}
+SourceWorker::SourceWorker(std::int32_t source_id, const Clock& clock)
+    : source_id_(source_id), clock_(clock) {}
 
 void SourceWorker::run() {
     Backoff backoff(kFailureRetryFirstMs, kFailureRetryMaxMs);
@@ -75,8 +78,9 @@ SourceWorker::Start SourceWorker::start() {
     // touching nothing, until the catalog is the one this library was built for.
     std::string installed;
     in_transaction([&] {
-        if (spi_exec("SELECT extversion FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) "
-                     "'stoatflow'") > 0)
+        if (spi_exec(
+                "SELECT extversion FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) "
+                "'stoatflow'") > 0)
             installed = spi_text(0, 1).value_or("");
     });
     if (installed != STOATFLOW_VERSION) {
@@ -104,8 +108,8 @@ SourceWorker::Start SourceWorker::start() {
     auto pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs));
     in_transaction([&] { pipeline->restore(); });
 
-    auto consumer = std::make_unique<kafka::Consumer>(src->brokers, src->kafka_options,
-                                                      "stoatflow-" + std::string(database_name) + "-" + name);
+    auto consumer = std::make_unique<kafka::Consumer>(
+        src->brokers, src->kafka_options, "stoatflow-" + std::string(database_name) + "-" + name);
     const auto parts = consumer->partitions(src->topic, kKafkaTimeoutMs);
     std::vector<kafka::PartitionStart> starts;
     const bool latest = src->start_offset == "latest";
@@ -140,7 +144,8 @@ SourceWorker::Start SourceWorker::start() {
     consumer_ = std::move(consumer);
     commit_timer_.committed(clock_.now());
     committed_w_ = pipeline_->path().watermark().current();
-    offsets_moved_ = pipeline_->path().skipped_pending();  // a skip found at start is committed soon
+    offsets_moved_ =
+        pipeline_->path().skipped_pending();  // a skip found at start is committed soon
     status_moved_ = true;
     status_rule_.progress(clock_.now());
     // After a failure the status stays 'error' until a commit succeeds (no flapping).
@@ -164,8 +169,8 @@ bool SourceWorker::partitions_added(core::Millis now) {
         return false;
     }
     if (n <= partitions_) return false;
-    const std::string msg = "topic " + topic_ + " grew from " + std::to_string(partitions_) + " to " +
-                            std::to_string(n) + " partitions";
+    const std::string msg = "topic " + topic_ + " grew from " + std::to_string(partitions_) +
+                            " to " + std::to_string(n) + " partitions";
     pg_call([&] { elog(LOG, "stoatflow source %d: %s: assigning them", source_id_, msg.c_str()); });
     commit(false);
     drop_pipeline();
@@ -184,7 +189,8 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
     // the engines' memory.
     const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
     std::int64_t used = 0;
-    for (const auto& a : pipeline_->path().aggregation_memory()) used += static_cast<std::int64_t>(a.second);
+    for (const auto& a : pipeline_->path().aggregation_memory())
+        used += static_cast<std::int64_t>(a.second);
     if (limit <= 0 || used <= limit) {
         if (memory_blocked_) {
             memory_blocked_ = false;
@@ -199,11 +205,14 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
         std::size_t most = 0;
         for (const auto& a : pipeline_->path().aggregation_memory())
             if (a.second >= most) most = a.second, biggest = a.first;
-        const std::string msg = "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
-                                megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +
-                                "\" holds the most state (about " + megabytes(static_cast<std::int64_t>(most)) +
-                                "). Raise the limit and reload, or drop or re-declare that aggregation.";
-        pg_call([&] { ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str()))); });
+        const std::string msg =
+            "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
+            megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +
+            "\" holds the most state (about " + megabytes(static_cast<std::int64_t>(most)) +
+            "). Raise the limit and reload, or drop or re-declare that aggregation.";
+        pg_call([&] {
+            ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str())));
+        });
         memory_blocked_ = true;
         set_status("error", msg);
     }

@@ -27,7 +27,8 @@ extern "C" {
 namespace stoatflow::pg {
 
 SpiArg arg_text(const std::string& s) {
-    text* t = pg_call([&] { return cstring_to_text_with_len(s.data(), static_cast<int>(s.size())); });
+    text* t =
+        pg_call([&] { return cstring_to_text_with_len(s.data(), static_cast<int>(s.size())); });
     return {TEXTOID, PointerGetDatum(t)};
 }
 SpiArg arg_int64(std::int64_t v) { return {INT8OID, Int64GetDatum(v)}; }
@@ -94,9 +95,8 @@ std::uint64_t spi_exec(const std::string& sql, const std::vector<SpiArg>& args) 
 }
 
 Datum spi_datum(std::uint64_t row, int col, bool* isnull) {
-    return pg_call([&] {
-        return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull);
-    });
+    return pg_call(
+        [&] { return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull); });
 }
 
 bool spi_isnull(std::uint64_t row, int col) {
@@ -114,7 +114,8 @@ std::optional<std::string> spi_text(std::uint64_t row, int col) {
         if (type == NAMEOID) return std::string(NameStr(*DatumGetName(d)));
         return text_to_string(d);
     }
-    char* s = pg_call([&] { return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col); });
+    char* s =
+        pg_call([&] { return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col); });
     return std::string(s);
 }
 
@@ -149,7 +150,8 @@ std::optional<std::string> spi_bytea(std::uint64_t row, int col) {
 }
 
 std::string text_to_string(Datum value) {
-    // Detoasting reads (and may fail on) a TOAST table: inside pg_call, like every call that can raise.
+    // Detoasting reads (and may fail on) a TOAST table: inside pg_call, like every call that can
+    // raise.
     const text* d = pg_call([&] { return DatumGetTextPP(value); });
     return std::string(VARDATA_ANY(d), VARSIZE_ANY_EXHDR(d));
 }
@@ -172,7 +174,8 @@ Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls
     const int n = static_cast<int>(elems.size());
     bool* null_flags = nullptr;
     if (!nulls.empty()) {
-        null_flags = static_cast<bool*>(pg_call([&] { return palloc(sizeof(bool) * (n ? n : 1)); }));
+        null_flags =
+            static_cast<bool*>(pg_call([&] { return palloc(sizeof(bool) * (n ? n : 1)); }));
         for (int i = 0; i < n; ++i) null_flags[i] = nulls[i];
     }
     const Datum* data = elems.data();
@@ -183,13 +186,14 @@ Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls
         get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
         int dims[1] = {n};
         int lbs[1] = {1};
-        return PointerGetDatum(construct_md_array(const_cast<Datum*>(data), null_flags, 1, dims, lbs,
-                                                  elemtype, typlen, typbyval, typalign));
+        return PointerGetDatum(construct_md_array(const_cast<Datum*>(data), null_flags, 1, dims,
+                                                  lbs, elemtype, typlen, typbyval, typalign));
     });
 }
 
-bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::vector<Datum>& values,
-                 const std::vector<bool>& nulls, bool with_indexes) {
+bool append_rows(Oid relid, const std::vector<const char*>& columns,
+                 const std::vector<Datum>& values, const std::vector<bool>& nulls,
+                 bool with_indexes) {
     const int ncols = static_cast<int>(columns.size());
     const std::size_t nrows = values.size() / columns.size();
     bool written = false;
@@ -200,10 +204,11 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::
         const Form_pg_class c = rel->rd_rel;
         const TupleDesc td = RelationGetDescr(rel);
         // A leaf partition written directly would skip its partition constraint: INSERT checks it.
-        bool plain = c->relkind == RELKIND_RELATION && !c->relispartition && !c->relhasrules && !c->relrowsecurity &&
-                     rel->trigdesc == nullptr && (with_indexes || !c->relhasindex) &&
-                     !(td->constr && (td->constr->num_check > 0 || td->constr->has_generated_stored)) &&
-                     pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
+        bool plain =
+            c->relkind == RELKIND_RELATION && !c->relispartition && !c->relhasrules &&
+            !c->relrowsecurity && rel->trigdesc == nullptr && (with_indexes || !c->relhasindex) &&
+            !(td->constr && (td->constr->num_check > 0 || td->constr->has_generated_stored)) &&
+            pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
         // Every live column is one of ours (none needs a default), and a NOT NULL column
         // gets no NULL. map[attribute] = our column.
         int* map = static_cast<int*>(palloc(sizeof(int) * (td->natts + 1)));
@@ -239,7 +244,8 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::
         const int batch = kBulkInsertBatchRows;
         const CommandId cid = GetCurrentCommandId(true);
         BulkInsertState bistate = GetBulkInsertState();
-        TupleTableSlot** slots = static_cast<TupleTableSlot**>(palloc(sizeof(TupleTableSlot*) * batch));
+        TupleTableSlot** slots =
+            static_cast<TupleTableSlot**>(palloc(sizeof(TupleTableSlot*) * batch));
         for (int i = 0; i < batch; ++i) slots[i] = table_slot_create(rel, nullptr);
         std::size_t row = 0;
         while (row < nrows) {
@@ -336,12 +342,13 @@ void run_as_owner(Oid role, const std::function<void()>& f) {
     int saved_ctx;
     GetUserIdAndSecContext(&saved_user, &saved_ctx);
     const int nest = pg_call([&] {
-        SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+        SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE |
+                                         SECURITY_RESTRICTED_OPERATION);
         const int level = NewGUCNestLevel();
-        (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE,
-                                true, 0, false);
-        (void)set_config_option("lock_timeout", kOwnerLockTimeout, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true,
-                                0, false);
+        (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
+        (void)set_config_option("lock_timeout", kOwnerLockTimeout, PGC_SUSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
         return level;
     });
     const auto restore = [&] {

@@ -41,8 +41,8 @@ void define_settings() {
         "How often a source's worker commits while it is far behind its topic.",
         "Used instead of stoatflow.commit_interval while many records (core::CommitPolicy) wait to be "
         "consumed; 0 (or a value not above commit_interval) commits every commit_interval.",
-        &catchup_commit_interval_ms, kCatchupCommitIntervalDefaultMs, 0, kCatchupCommitIntervalMaxMs,
-        PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
+        &catchup_commit_interval_ms, kCatchupCommitIntervalDefaultMs, 0,
+        kCatchupCommitIntervalMaxMs, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable(
         "stoatflow.log_commits", "Logs each commit of a source's worker.",
         "One LOG line per commit: records, changed window state (rows, bytes), sink rows "
@@ -51,14 +51,15 @@ void define_settings() {
     DefineCustomIntVariable(
         "stoatflow.max_key_bytes", "Longest grouping key a record may have, in bytes.",
         "A record with a longer key goes to stoatflow.dead_letters (reason key_too_long).",
-        &max_key_bytes, kMaxKeyBytesDefault, kMaxKeyBytesMin, kMaxKeyBytesMax, PGC_SIGHUP, 0, nullptr,
-        nullptr, nullptr);
+        &max_key_bytes, kMaxKeyBytesDefault, kMaxKeyBytesMin, kMaxKeyBytesMax, PGC_SIGHUP, 0,
+        nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
-        "stoatflow.worker_memory_limit", "Memory a source worker may use before it stops consuming.",
+        "stoatflow.worker_memory_limit",
+        "Memory a source worker may use before it stops consuming.",
         "Past it the source shows status error naming the aggregation that holds the most state, "
         "instead of growing until the kernel kills it. 0 turns the limit off.",
-        &worker_memory_limit_kb, kWorkerMemoryLimitDefaultKb, 0, MAX_KILOBYTES, PGC_SIGHUP, GUC_UNIT_KB, nullptr,
-        nullptr, nullptr);
+        &worker_memory_limit_kb, kWorkerMemoryLimitDefaultKb, 0, MAX_KILOBYTES, PGC_SIGHUP,
+        GUC_UNIT_KB, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "stoatflow.database", "Database the stoatflow background worker connects to.", nullptr,
         &database_name, kDatabaseDefault, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);

@@ -46,7 +46,8 @@ STOATFLOW_FUNCTION(stoatflow__test_raise_cpp) {
     const char* hint = text_arg_or_null(fcinfo, 2);
     DestructorProbe probe;
     if (sqlstate == nullptr || message == nullptr)
-        throw stoatflow::Error(stoatflow::sqlstate::kNullValueNotAllowed, "sqlstate and message must not be null");
+        throw stoatflow::Error(stoatflow::sqlstate::kNullValueNotAllowed,
+                               "sqlstate and message must not be null");
     throw stoatflow::Error(sqlstate, message, hint == nullptr ? std::string() : hint);
 }
 
@@ -102,7 +103,8 @@ STOATFLOW_FUNCTION(stoatflow__test_pg_error_in_cpp) {
 STOATFLOW_FUNCTION(stoatflow__test_guard_counters) {
     TupleDesc tupdesc;
     if (get_call_result_type(fcinfo, nullptr, &tupdesc) != TYPEFUNC_COMPOSITE)
-        throw stoatflow::Error(stoatflow::sqlstate::kDatatypeMismatch, "_test_guard_counters must return a composite type");
+        throw stoatflow::Error(stoatflow::sqlstate::kDatatypeMismatch,
+                               "_test_guard_counters must return a composite type");
     tupdesc = BlessTupleDesc(tupdesc);
     Datum values[2] = {Int64GetDatum(probes_constructed), Int64GetDatum(probes_destroyed)};
     bool nulls[2] = {false, false};

@@ -24,13 +24,17 @@ using namespace stoatflow::pg;
 
 namespace {
 template <class T, class Get>
-std::vector<std::optional<T>> array_values(Datum array, Oid elem, int16 len, bool byval, char align, Get get) {
+std::vector<std::optional<T>> array_values(Datum array, Oid elem, int16 len, bool byval, char align,
+                                           Get get) {
     Datum* elems;
     bool* nulls;
     int n;
-    pg_call([&] { deconstruct_array(DatumGetArrayTypeP(array), elem, len, byval, align, &elems, &nulls, &n); });
+    pg_call([&] {
+        deconstruct_array(DatumGetArrayTypeP(array), elem, len, byval, align, &elems, &nulls, &n);
+    });
     std::vector<std::optional<T>> out;
-    for (int i = 0; i < n; ++i) out.push_back(nulls[i] ? std::nullopt : std::optional<T>(get(elems[i])));
+    for (int i = 0; i < n; ++i)
+        out.push_back(nulls[i] ? std::nullopt : std::optional<T>(get(elems[i])));
     return out;
 }
 }  // namespace
@@ -39,7 +43,8 @@ std::vector<std::optional<T>> array_values(Datum array, Oid elem, int16 len, boo
 //   → (records bigint, dead_letters bigint, watermark timestamptz)
 STOATFLOW_FUNCTION(stoatflow__process_messages) {
     for (int i = 0; i < 5; ++i)
-        if (PG_ARGISNULL(i)) throw Error(sqlstate::kInvalidParameterValue, "arguments must not be NULL");
+        if (PG_ARGISNULL(i))
+            throw Error(sqlstate::kInvalidParameterValue, "arguments must not be NULL");
     const std::string source = text_to_string(PG_GETARG_DATUM(0));
     auto parts = array_values<std::int32_t>(PG_GETARG_DATUM(1), INT4OID, 4, true, TYPALIGN_INT,
                                             [](Datum d) { return DatumGetInt32(d); });
@@ -49,7 +54,8 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
                                              [](Datum d) { return DatumGetInt64(d); });
     auto payloads = array_values<std::string>(PG_GETARG_DATUM(4), TEXTOID, -1, false, TYPALIGN_INT,
                                               [](Datum d) { return text_to_string(d); });
-    if (parts.size() != keys.size() || parts.size() != stamps.size() || parts.size() != payloads.size())
+    if (parts.size() != keys.size() || parts.size() != stamps.size() ||
+        parts.size() != payloads.size())
         throw Error(sqlstate::kInvalidParameterValue, "message arrays differ in length");
 
     SpiSession spi;
@@ -57,7 +63,8 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
     CommitCycle pipeline(def, load_aggregations(def.id));
     pipeline.restore();
     const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
     std::int64_t dead = 0;
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const std::int32_t p = parts[i].value_or(0);
@@ -67,8 +74,9 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
         const std::string payload = payloads[i].value_or("");
         const std::string* key = keys[i] ? &*keys[i] : nullptr;
         const std::int64_t before = pipeline.path().dead_letters_since_commit();
-        pipeline.path().process(p, offset, payload.data(), payload.size(), key ? key->data() : nullptr,
-                         key ? key->size() : 0, stamps[i].value_or(core::kNoTime), now);
+        pipeline.path().process(p, offset, payload.data(), payload.size(),
+                                key ? key->data() : nullptr, key ? key->size() : 0,
+                                stamps[i].value_or(core::kNoTime), now);
         dead += pipeline.path().dead_letters_since_commit() - before;
     }
     const core::Millis w = pipeline.path().watermark().current();

@@ -25,12 +25,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 long ms_left(Clock::time_point deadline) {
-    return static_cast<long>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    return static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
 }
 
 void sleep_interruptible(long ms) {
     pg_call([&] {
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+                        PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
         CHECK_FOR_INTERRUPTS();
     });
@@ -38,14 +40,16 @@ void sleep_interruptible(long ms) {
 }  // namespace
 
 STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
-    if (PG_ARGISNULL(0)) throw Error(sqlstate::kInvalidParameterValue, "source name must not be NULL");
+    if (PG_ARGISNULL(0))
+        throw Error(sqlstate::kInvalidParameterValue, "source name must not be NULL");
     const std::string name = text_to_string(PG_GETARG_DATUM(0));
     long timeout_ms = 60000;
     if (!PG_ARGISNULL(1)) {
         const Interval* iv = PG_GETARG_INTERVAL_P(1);
         if (iv->month != 0)
             throw Error(sqlstate::kInvalidParameterValue, "timeout must not use months or years");
-        const double ms = (static_cast<double>(iv->day) * 86400000.0) + static_cast<double>(iv->time) / 1000.0;
+        const double ms =
+            (static_cast<double>(iv->day) * 86400000.0) + static_cast<double>(iv->time) / 1000.0;
         if (ms < 0) throw Error(sqlstate::kInvalidParameterValue, "timeout must not be negative");
         timeout_ms = static_cast<long>(std::min(ms, 86400000.0 * 365));
     }
@@ -62,15 +66,17 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
     std::map<std::int32_t, std::int64_t> targets;
     for (;;) {
         try {
-            targets = kafka::high_watermarks(src.brokers, src.kafka_options, src.topic,
-                                             static_cast<int>(std::max(100L, std::min(ms_left(deadline), 10000L))));
+            targets = kafka::high_watermarks(
+                src.brokers, src.kafka_options, src.topic,
+                static_cast<int>(std::max(100L, std::min(ms_left(deadline), 10000L))));
             break;
         } catch (const Error& e) {
             if (ms_left(deadline) <= 0) {
                 const std::string msg = e.what();
                 pg_call([&] {
-                    ereport(WARNING, (errmsg("stoatflow: source \"%s\" could not reach its broker: %s",
-                                             name.c_str(), msg.c_str())));
+                    ereport(WARNING,
+                            (errmsg("stoatflow: source \"%s\" could not reach its broker: %s",
+                                    name.c_str(), msg.c_str())));
                 });
                 PG_RETURN_BOOL(false);
             }

@@ -26,14 +26,16 @@ extern "C" {
 using namespace stoatflow;
 using namespace stoatflow::pg;
 
-
 STOATFLOW_FUNCTION(stoatflow_window_state) {
-    if (PG_ARGISNULL(0)) throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
+    if (PG_ARGISNULL(0))
+        throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
     const std::string name = text_to_string(PG_GETARG_DATUM(0));
     const Oid row_type = pg_call([&] { return get_fn_expr_argtype(fcinfo->flinfo, 1); });
     if (!pg_call([&] { return type_is_rowtype(row_type); }))
-        throw Error(sqlstate::kDatatypeMismatch, "window_state needs a row of the sink's type as its second argument",
-                    "For example: SELECT * FROM stoatflow.window_state('views_5m', NULL::public.views_5m);");
+        throw Error(
+            sqlstate::kDatatypeMismatch,
+            "window_state needs a row of the sink's type as its second argument",
+            "For example: SELECT * FROM stoatflow.window_state('views_5m', NULL::public.views_5m);");
 
     SpiSession spi;
     const AggregationDef def = load_aggregation(name);
@@ -42,7 +44,8 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
     const Oid caller = GetOuterUserId();
     const Oid sink = resolve_sink(def);
     if (pg_call([&] { return pg_class_aclcheck(sink, caller, ACL_SELECT); }) != ACLCHECK_OK)
-        throw Error(sqlstate::kInsufficientPrivilege, "permission denied for the sink of aggregation \"" + name + "\"",
+        throw Error(sqlstate::kInsufficientPrivilege,
+                    "permission denied for the sink of aggregation \"" + name + "\"",
                     "window_state shows what the sink will hold; it needs SELECT on the sink.");
     // window_state shows what SELECT on the sink shows (SPEC 10): where row-level security would
     // filter the caller's rows, it refuses rather than show windows a policy hides.
@@ -72,18 +75,25 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
         if (att->attisdropped) continue;
         const std::string col = NameStr(att->attname);
         Oid want = InvalidOid;
-        if (col == "key") source_of[c] = -1, want = TEXTOID;
-        else if (col == "window_start") source_of[c] = -2, want = TIMESTAMPTZOID;
-        else if (col == "window_end") source_of[c] = -3, want = TIMESTAMPTZOID;
-        else if (col == "event_time") source_of[c] = -4, want = TIMESTAMPTZOID;
-        else if (col == "final") source_of[c] = -5, want = BOOLOID;
+        if (col == "key")
+            source_of[c] = -1, want = TEXTOID;
+        else if (col == "window_start")
+            source_of[c] = -2, want = TIMESTAMPTZOID;
+        else if (col == "window_end")
+            source_of[c] = -3, want = TIMESTAMPTZOID;
+        else if (col == "event_time")
+            source_of[c] = -4, want = TIMESTAMPTZOID;
+        else if (col == "final")
+            source_of[c] = -5, want = BOOLOID;
         for (std::size_t i = 0; i < def.aggregates.size(); ++i)
             if (def.aggregates[i].column == col) {
                 source_of[c] = static_cast<int>(i);
                 want = sink_column_type(core::column_type(def.aggregates[i].fn));
             }
         if (want != InvalidOid && att->atttypid != want)
-            throw Error(sqlstate::kDatatypeMismatch, "column \"" + col + "\" of the given row type does not have the sink's type");
+            throw Error(sqlstate::kDatatypeMismatch,
+                        "column \"" + col +
+                            "\" of the given row type does not have the sink's type");
     }
     for (const auto& r : rows) {
         std::vector<Datum> values(natts, (Datum)0);
@@ -93,14 +103,18 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
             bool isnull = false;
             switch (s) {
             case -100: continue;
-            case -1: values[c] = PointerGetDatum(pg_call([&] {
-                         return cstring_to_text_with_len(r.key.data(), static_cast<int>(r.key.size()));
-                     })); break;
+            case -1:
+                values[c] = PointerGetDatum(pg_call([&] {
+                    return cstring_to_text_with_len(r.key.data(), static_cast<int>(r.key.size()));
+                }));
+                break;
             case -2: values[c] = millis_to_timestamptz(r.start); break;
             case -3: values[c] = millis_to_timestamptz(r.end); break;
             case -4: values[c] = millis_to_timestamptz(r.event_time); break;
             case -5: values[c] = BoolGetDatum(def.spec.is_closed(r.end, w)); break;
-            default: values[c] = sink_column_value(layout, static_cast<std::size_t>(s), r.cells[s], &isnull);
+            default:
+                values[c] =
+                    sink_column_value(layout, static_cast<std::size_t>(s), r.cells[s], &isnull);
             }
             nulls[c] = isnull;
         }

@@ -82,7 +82,8 @@ void reload_config_if_pending() {
 
 void wait_ms(long ms) {
     pg_call([&] {
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms, PG_WAIT_EXTENSION);
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+                        PG_WAIT_EXTENSION);
         ResetLatch(MyLatch);
         CHECK_FOR_INTERRUPTS();
     });
@@ -90,7 +91,10 @@ void wait_ms(long ms) {
 }
 
 LoopMemory::LoopMemory()
-    : context_(pg_call([&] { return AllocSetContextCreate(TopMemoryContext, "stoatflow worker loop", ALLOCSET_DEFAULT_SIZES); })) {}
+    : context_(pg_call([&] {
+          return AllocSetContextCreate(TopMemoryContext, "stoatflow worker loop",
+                                       ALLOCSET_DEFAULT_SIZES);
+      })) {}
 
 void LoopMemory::next_iteration() {
     pg_call([&] {
@@ -104,13 +108,15 @@ bool extension_present() {
     return *spi_bool(0, 1);
 }
 
-void write_source_status(std::int32_t source_id, const std::string& status, const std::string& error) {
-    spi_exec("INSERT INTO stoatflow.source_status (source_id, status, last_error, updated_at) "
-             "SELECT $1, $2, CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $3 END, pg_catalog.now() "
-             "WHERE EXISTS (SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1) "
-             "ON CONFLICT (source_id) DO UPDATE SET status = EXCLUDED.status, "
-             "last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at",
-             {arg_int32(source_id), arg_text(status), arg_text(error)});
+void write_source_status(std::int32_t source_id, const std::string& status,
+                         const std::string& error) {
+    spi_exec(
+        "INSERT INTO stoatflow.source_status (source_id, status, last_error, updated_at) "
+        "SELECT $1, $2, CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $3 END, pg_catalog.now() "
+        "WHERE EXISTS (SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1) "
+        "ON CONFLICT (source_id) DO UPDATE SET status = EXCLUDED.status, "
+        "last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at",
+        {arg_int32(source_id), arg_text(status), arg_text(error)});
 }
 
 }  // namespace stoatflow::pg

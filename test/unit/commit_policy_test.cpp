@@ -27,7 +27,8 @@ TEST(CommitPolicy, CatchingUpWaitsForTheLongerInterval) {
 }
 
 TEST(CommitPolicy, CatchupOffWhenNotLongerThanTheInterval) {
-    for (const CommitPolicy p : {CommitPolicy{1000, 0}, CommitPolicy{1000, 1000}, CommitPolicy{5000, 2000}}) {
+    for (const CommitPolicy p :
+         {CommitPolicy{1000, 0}, CommitPolicy{1000, 1000}, CommitPolicy{5000, 2000}}) {
         EXPECT_FALSE(p.catching_up(10'000'000));
         EXPECT_TRUE(p.due(p.interval, 1, 1, 10'000'000));
         EXPECT_TRUE(p.due(1, CommitPolicy::kMaxRecords, 0, 10'000'000));

@@ -157,18 +157,12 @@ Case generate(std::uint64_t seed) {
         Rec rec;
         const Millis base = static_cast<Millis>(i) * 120 / n;
         switch (mode) {
-        case 0:
-            rec.t = r.range(0, 120);
-            break;  // no order at all
-        case 1:     // in order ± jitter
+        case 0: rec.t = r.range(0, 120); break;  // no order at all
+        case 1:                                  // in order ± jitter
             rec.t = std::clamp<Millis>(base + r.range(-jitter, jitter), 0, 120);
             break;
-        case 2:
-            rec.t = std::min<Millis>(120, lo + r.range(0, width));
-            break;  // dense
-        default:
-            rec.t = r.chance(0.2) ? r.range(0, base) : base;
-            break;  // few, very late
+        case 2: rec.t = std::min<Millis>(120, lo + r.range(0, width)); break;  // dense
+        default: rec.t = r.chance(0.2) ? r.range(0, base) : base; break;       // few, very late
         }
         rec.key = kKeys[r.range(0, nkeys - 1)];
         const std::int64_t p = r.range(0, 99);
@@ -259,14 +253,10 @@ std::vector<Millis> watermarks(const Case& c, WatermarkCoverage* cov = nullptr) 
 
 core::WindowSpec engine_spec(const RefSpec& s) {
     switch (s.kind) {
-    case RefKind::Tumbling:
-        return core::WindowSpec::tumbling(s.size, s.grace);
-    case RefKind::Hopping:
-        return core::WindowSpec::hopping(s.size, s.advance, s.grace);
-    case RefKind::Sliding:
-        return core::WindowSpec::sliding(s.size, s.grace);
-    case RefKind::Session:
-        return core::WindowSpec::session(s.size, s.grace);
+    case RefKind::Tumbling: return core::WindowSpec::tumbling(s.size, s.grace);
+    case RefKind::Hopping: return core::WindowSpec::hopping(s.size, s.advance, s.grace);
+    case RefKind::Sliding: return core::WindowSpec::sliding(s.size, s.grace);
+    case RefKind::Session: return core::WindowSpec::session(s.size, s.grace);
     }
     return {};
 }
@@ -544,7 +534,8 @@ Outcome run_case(const Case& c) {
             ++commits;
             if (restarts)
                 for (const core::WindowStateRow& st : out.state)
-                    persisted[std::make_tuple(st.segment, names.id(st.key), st.start)] = {commits, st};
+                    persisted[std::make_tuple(st.segment, names.id(st.key), st.start)] = {commits,
+                                                                                          st};
             for (const core::WindowStateRow& st : out.state) {
                 const RowKey k{names.id(st.key), st.start};
                 if (st.removed)
@@ -694,7 +685,8 @@ Outcome run_case(const Case& c) {
                 engp = make_engine();
                 // Recovery reads the newest version per window across segments (a session
                 // moves as it grows); of one commit's, the earliest segment's.
-                std::map<std::pair<int, Millis>, const std::pair<long, core::WindowStateRow>*> newest;
+                std::map<std::pair<int, Millis>, const std::pair<long, core::WindowStateRow>*>
+                    newest;
                 for (const auto& [id, v] : persisted) {
                     auto& n = newest[{std::get<1>(id), std::get<2>(id)}];
                     if (!n || n->first < v.first) n = &v;

@@ -45,8 +45,8 @@ inline std::vector<AggSpec> count_sum() {
 
 class Harness {
 public:
-    Harness(WindowSpec spec, EmitStrategy emit = EmitStrategy::OnWindowUpdate,
-            Millis max_ooo = 0, std::vector<AggSpec> aggs = count_sum(), Millis retention = kNoTime)
+    Harness(WindowSpec spec, EmitStrategy emit = EmitStrategy::OnWindowUpdate, Millis max_ooo = 0,
+            std::vector<AggSpec> aggs = count_sum(), Millis retention = kNoTime)
         : agg(spec, aggs, emit, retention), wm(max_ooo), spec_(spec), emit_(emit),
           max_ooo_(max_ooo), aggs_(std::move(aggs)), retention_(retention) {}
 

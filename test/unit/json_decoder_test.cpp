@@ -23,17 +23,14 @@ namespace {
 // A value as text: "-" missing, "i:42" integer, "d:1.5" double.
 std::string show(const Value& v) {
     switch (v.kind) {
-    case Value::Kind::Missing:
-        return "-";
-    case Value::Kind::Int:
-        return "i:" + std::to_string(v.i);
+    case Value::Kind::Missing: return "-";
+    case Value::Kind::Int: return "i:" + std::to_string(v.i);
     case Value::Kind::Double: {
         char buf[40];
         std::snprintf(buf, sizeof buf, "d:%.17g", v.d);
         return buf;
     }
-    case Value::Kind::BigInt:
-        return "b:" + stoatflow::core::int128_to_string(v.big());
+    case Value::Kind::BigInt: return "b:" + stoatflow::core::int128_to_string(v.big());
     }
     return "?";
 }

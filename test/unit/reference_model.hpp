@@ -27,14 +27,10 @@ enum class RefKind { Tumbling, Hopping, Sliding, Session };
 
 inline const char* ref_kind_name(RefKind k) {
     switch (k) {
-    case RefKind::Tumbling:
-        return "tumbling";
-    case RefKind::Hopping:
-        return "hopping";
-    case RefKind::Sliding:
-        return "sliding";
-    case RefKind::Session:
-        return "session";
+    case RefKind::Tumbling: return "tumbling";
+    case RefKind::Hopping: return "hopping";
+    case RefKind::Sliding: return "sliding";
+    case RefKind::Session: return "session";
     }
     return "?";
 }
@@ -137,15 +133,9 @@ public:
     void add(const std::string& key, RefMillis t, const RefValue& v, RefMillis w) {
         switch (spec_.kind) {
         case RefKind::Tumbling:
-        case RefKind::Hopping:
-            add_grid(key, t, v, w);
-            break;
-        case RefKind::Sliding:
-            add_sliding(key, t, v, w);
-            break;
-        case RefKind::Session:
-            add_session(key, t, v, w);
-            break;
+        case RefKind::Hopping: add_grid(key, t, v, w); break;
+        case RefKind::Sliding: add_sliding(key, t, v, w); break;
+        case RefKind::Session: add_session(key, t, v, w); break;
         }
     }
 

@@ -8,11 +8,12 @@ using namespace stoatflow::test;
 
 TEST(SegmentInterval, StoredIntervalWinsOverTheFormula) {
     const Millis retention = 10 * 60'000;
-    WindowedAggregation computed(WindowSpec::tumbling(60'000), count_sum(), EmitStrategy::OnWindowUpdate, retention);
+    WindowedAggregation computed(WindowSpec::tumbling(60'000), count_sum(),
+                                 EmitStrategy::OnWindowUpdate, retention);
     EXPECT_EQ(computed.segments().interval(), SegmentLayout(retention, 60'000).interval());
 
-    WindowedAggregation stored(WindowSpec::tumbling(60'000), count_sum(), EmitStrategy::OnWindowUpdate, retention,
-                               7 * 60'000);
+    WindowedAggregation stored(WindowSpec::tumbling(60'000), count_sum(),
+                               EmitStrategy::OnWindowUpdate, retention, 7 * 60'000);
     EXPECT_EQ(stored.segments().interval(), 7 * 60'000);
     EXPECT_EQ(stored.segments().segment_of(7 * 60'000 + 5), 7 * 60'000);
 }

@@ -41,7 +41,7 @@ TEST(Utf8, WholeStrings) {
 TEST(Utf8, StorableTextEscapesOnlyWhatPostgresCannotStore) {
     EXPECT_EQ(storable("tab\there\xc3\xa9"), "tab\there\xc3\xa9");  // valid text kept as is
     EXPECT_EQ(storable(std::string("a\0b", 3)), "a\\x00b");         // NUL
-    EXPECT_EQ(storable("a\xff\xc3"), "a\\xff\\xc3");                 // invalid, and cut short
-    EXPECT_EQ(storable("\xed\xa0\x80"), "\\xed\\xa0\\x80");          // a surrogate, byte by byte
+    EXPECT_EQ(storable("a\xff\xc3"), "a\\xff\\xc3");                // invalid, and cut short
+    EXPECT_EQ(storable("\xed\xa0\x80"), "\\xed\\xa0\\x80");         // a surrogate, byte by byte
     EXPECT_EQ(storable("abcdef", 3), "abc");                        // bounded
 }

@@ -338,7 +338,7 @@ TEST(Session, KeysAreIndependent) {
 TEST(Session, FinalStateRowLiesInTheSegmentOfLastPlusGap) {
     Harness h(WindowSpec::session(10));  // retention 10: segments of 60 s
     h.push({"a", 59990, 1});
-    h.commit();  // [59990] open: its row is in the segment of its last record (0)
+    h.commit();               // [59990] open: its row is in the segment of its last record (0)
     h.push({"b", 60006, 1});  // W = 60006 closes [59990] (at 60001)
     h.push({"a", 60005, 1});  // not within gap of [59990]: a session of its own
     auto out = h.commit();

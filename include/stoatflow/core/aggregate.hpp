@@ -197,7 +197,7 @@ public:
                                      std::optional<std::int64_t>* floor = nullptr) const;
     // Length of a row in the 0.1 format for these aggregates.
     std::size_t state_v01_size() const;
-    static constexpr char kStateWideSums = 2;     // version byte of the wide-sums tail
+    static constexpr char kStateWideSums = 2;      // version byte of the wide-sums tail
     static constexpr char kStateSessionFloor = 3;  // tag of the floor tail
 
 private:

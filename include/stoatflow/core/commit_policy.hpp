@@ -14,7 +14,7 @@
 namespace stoatflow::core {
 
 struct CommitPolicy {
-    Millis interval = 1000;          // stoatflow.commit_interval
+    Millis interval = 1000;           // stoatflow.commit_interval
     Millis catchup_interval = 10000;  // stoatflow.catchup_commit_interval (off unless > interval)
 
     // Records waiting in the topic from which the worker counts as catching up.
@@ -41,7 +41,8 @@ struct CommitPolicy {
     bool due(Millis since_commit, std::int64_t records, std::size_t changed, std::int64_t waiting,
              std::size_t segments = 0) const {
         const bool behind = catching_up(waiting);
-        return since_commit >= (behind ? catchup_interval : interval) || segments >= kMaxSegmentsPerCommit ||
+        return since_commit >= (behind ? catchup_interval : interval) ||
+               segments >= kMaxSegmentsPerCommit ||
                records >= (behind ? kMaxRecordsCatchingUp : kMaxRecords) ||
                changed >= (behind ? kMaxChangedWindowsCatchingUp : kMaxChangedWindows);
     }

@@ -37,7 +37,8 @@ public:
 
 private:
     struct Stored {};
-    SegmentLayout(Millis retention, Millis interval, Stored) : retention_(retention), interval_(interval) {}
+    SegmentLayout(Millis retention, Millis interval, Stored)
+        : retention_(retention), interval_(interval) {}
 
     Millis retention_;
     Millis interval_;

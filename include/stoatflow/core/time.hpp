@@ -15,8 +15,8 @@ inline constexpr Millis kNoTime = std::numeric_limits<Millis>::min();
 
 // Largest event time accepted (year ~294,000 either way would overflow window math);
 // we stay well inside int64 so start + size + grace can never overflow.
-inline constexpr Millis kMaxEventTime = 253402300799999;   // 9999-12-31T23:59:59.999Z
-inline constexpr Millis kMinEventTime = -62135596800000;   // 0001-01-01T00:00:00Z
+inline constexpr Millis kMaxEventTime = 253402300799999;  // 9999-12-31T23:59:59.999Z
+inline constexpr Millis kMinEventTime = -62135596800000;  // 0001-01-01T00:00:00Z
 
 inline constexpr Millis floor_div(Millis a, Millis b) {
     Millis q = a / b;

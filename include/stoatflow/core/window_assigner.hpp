@@ -18,7 +18,8 @@ public:
     // Calls f(Window) for every window of a record at t, newest start first.
     template <class F>
     void for_each(Millis t, F&& f) const {
-        for (Millis s = floor_to(t, advance_); s > t - size_; s -= advance_) f(Window{s, s + size_});
+        for (Millis s = floor_to(t, advance_); s > t - size_; s -= advance_)
+            f(Window{s, s + size_});
     }
     // size / advance (rounded up): how many windows a record lands in at most.
     Millis windows_per_record() const { return (size_ + advance_ - 1) / advance_; }

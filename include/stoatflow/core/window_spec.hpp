@@ -39,7 +39,6 @@ struct WindowSpec {
     // The longest a window can stay open: size + grace, 2·D + grace, gap + grace.
     Millis min_retention() const;
 
-
     // The close rule, in one place: a window [start, end) — for a session, end is
     // last + 1 ms — is closed once the watermark reaches close_point(end).
     Millis close_point(Millis end) const;

@@ -36,8 +36,8 @@ struct WindowStateRow {
     Millis end = 0;         // exclusive; sessions: last record + 1 ms
     Millis event_time = 0;  // latest record time in the window
     CellArray cells;
-    bool removed = false;  // tombstone: a session merged away or moved
-    Millis segment = 0;    // segment start this row belongs to
+    bool removed = false;         // tombstone: a session merged away or moved
+    Millis segment = 0;           // segment start this row belongs to
     std::optional<Millis> floor;  // sessions: WindowState::floor (nullopt: not recorded)
 };
 
@@ -252,7 +252,7 @@ private:
     MinHeap evictions_;  // sliding and sessions: closed windows kept a while (eviction_time)
     // Keys with a window changed since the last flush; the windows carry the dirty flag.
     std::vector<KeyIt> dirty_keys_;
-    std::size_t dirty_count_ = 0;  // windows that became dirty since the last flush
+    std::size_t dirty_count_ = 0;                // windows that became dirty since the last flush
     std::unordered_set<Millis> dirty_segments_;  // their segments (cleared by flush)
     Millis last_dirty_segment_ = kNoTime;        // the one inserted last
     static WindowState* find_window(KeyIt kit, Millis start);

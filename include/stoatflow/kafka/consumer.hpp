@@ -44,7 +44,8 @@ struct PartitionStart {
 class Consumer {
 public:
     // options: librdkafka properties from the source's kafka_options. Throws Error.
-    Consumer(const std::string& brokers, const std::vector<std::pair<std::string, std::string>>& options,
+    Consumer(const std::string& brokers,
+             const std::vector<std::pair<std::string, std::string>>& options,
              const std::string& group_id);
     ~Consumer();
     Consumer(const Consumer&) = delete;
@@ -54,15 +55,16 @@ public:
     // does not answer within timeout_ms.
     std::vector<std::int32_t> partitions(const std::string& topic, int timeout_ms);
     // Low and high watermark offsets of a partition. Throws Error.
-    std::pair<std::int64_t, std::int64_t> watermarks(const std::string& topic, std::int32_t partition,
-                                                     int timeout_ms);
+    std::pair<std::int64_t, std::int64_t> watermarks(const std::string& topic,
+                                                     std::int32_t partition, int timeout_ms);
     void assign(const std::string& topic, const std::vector<PartitionStart>& starts);
     // High watermark as last reported by fetch responses (no network call); -1 if unknown.
     std::int64_t cached_high(const std::string& topic, std::int32_t partition);
 
     // Waits up to timeout_ms for messages and hands out at most max of them. Partition
     // ends call on_eof(partition, end offset). Returns the number of messages handed out.
-    std::size_t poll(std::size_t max, int timeout_ms, const std::function<void(const Message&)>& on_message,
+    std::size_t poll(std::size_t max, int timeout_ms,
+                     const std::function<void(const Message&)>& on_message,
                      const std::function<void(std::int32_t, std::int64_t)>& on_eof);
 
     // Partitions whose fetch position is no longer in the log (retention deleted the records
@@ -89,8 +91,9 @@ private:
 };
 
 // One-shot: high watermark per partition of a topic (for wait_caught_up).
-std::map<std::int32_t, std::int64_t> high_watermarks(
-    const std::string& brokers, const std::vector<std::pair<std::string, std::string>>& options,
-    const std::string& topic, int timeout_ms);
+std::map<std::int32_t, std::int64_t>
+high_watermarks(const std::string& brokers,
+                const std::vector<std::pair<std::string, std::string>>& options,
+                const std::string& topic, int timeout_ms);
 
 }  // namespace stoatflow::kafka

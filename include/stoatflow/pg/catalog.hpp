@@ -35,8 +35,8 @@ struct AggregationDef {
     core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
     core::Millis retention = 0;
     core::Millis segment_interval = 0;
-    Oid sink = InvalidOid;        // as recorded; see resolve_sink()
-    std::string sink_schema;      // the sink's name, to find it again after a re-creation
+    Oid sink = InvalidOid;    // as recorded; see resolve_sink()
+    std::string sink_schema;  // the sink's name, to find it again after a re-creation
     std::string sink_table;
     Oid owner = InvalidOid;
 };

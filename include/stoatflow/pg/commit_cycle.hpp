@@ -29,7 +29,8 @@ struct CommitCounts {
 };
 
 // The record path's configuration from the catalog's definitions.
-RecordPathConfig record_path_config(const SourceDef& source, const std::vector<AggregationDef>& aggregations);
+RecordPathConfig record_path_config(const SourceDef& source,
+                                    const std::vector<AggregationDef>& aggregations);
 
 class CommitCycle {
 public:

@@ -72,7 +72,9 @@ public:
     // Restore from the committed state (before the first record): the watermark and commit
     // sequence, each partition's next offset, then every live window per aggregation.
     void restore_progress(const std::string& watermark_state, std::int64_t commit_seq);
-    void restore_offset(std::int32_t partition, std::int64_t next_offset) { next_offsets_[partition] = next_offset; }
+    void restore_offset(std::int32_t partition, std::int64_t next_offset) {
+        next_offsets_[partition] = next_offset;
+    }
     void restore_window(std::size_t aggregation, const core::WindowStateRow& row);
 
     // The per-record path. Records are decoded and judged against the watermark at once, then
@@ -103,7 +105,9 @@ public:
     // Next offset to consume per partition (what the commit makes durable).
     const std::map<std::int32_t, std::int64_t>& next_offsets() const { return next_offsets_; }
     std::int64_t records_since_commit() const { return records_since_commit_; }
-    std::int64_t dead_letters_since_commit() const { return static_cast<std::int64_t>(dead_.size()); }
+    std::int64_t dead_letters_since_commit() const {
+        return static_cast<std::int64_t>(dead_.size());
+    }
     // Windows changed since the last commit, over all aggregations.
     std::size_t pending_changes() const {
         std::size_t n = 0;
@@ -121,13 +125,15 @@ public:
 
     // An aggregation's state layout: fixed at construction, so the writing side may read it
     // while the consume thread runs.
-    const core::AggLayout& layout(std::size_t aggregation) const { return aggs_[aggregation].engine->layout(); }
+    const core::AggLayout& layout(std::size_t aggregation) const {
+        return aggs_[aggregation].engine->layout();
+    }
 
 private:
     struct Aggregation {
         std::string name;
         std::unique_ptr<core::WindowedAggregation> engine;
-        std::vector<int> value_index;     // per aggregate: index into the decoder's values, -1: none
+        std::vector<int> value_index;  // per aggregate: index into the decoder's values, -1: none
         std::vector<core::Value> values;  // per staged record, per aggregate
         std::vector<core::WindowedAggregation::RecordRef> refs;
     };

@@ -34,14 +34,16 @@ public:
     void load();
     // The newest version of every window (tombstones included), one segment at a time, each
     // segment's read lock released once it is read: f(row) per window.
-    void read_windows(const core::AggLayout& layout, const std::function<void(const core::WindowStateRow&)>& f) const;
+    void read_windows(const core::AggLayout& layout,
+                      const std::function<void(const core::WindowStateRow&)>& f) const;
 
     struct Written {
         std::int64_t rows = 0, bytes = 0;
     };
     // Appends the rows (one bulk append per segment table, creating tables on the way),
     // tagged with commit `seq`.
-    Written write(const core::AggLayout& layout, const std::vector<core::WindowStateRow>& rows, std::int64_t seq);
+    Written write(const core::AggLayout& layout, const std::vector<core::WindowStateRow>& rows,
+                  std::int64_t seq);
     // Drops every segment lying wholly before frontier − retention (whole tables only).
     void expire(core::Millis frontier);
 

@@ -51,7 +51,8 @@ class SinkWriter {
 public:
     // Restored: owed (retried at the first commit) if the outbox holds windows.
     void restore(std::int32_t aggregation_id);
-    void write(AggregationDef& def, const core::AggLayout& layout, const core::CommitOutput& out, core::Millis now);
+    void write(AggregationDef& def, const core::AggLayout& layout, const core::CommitOutput& out,
+               core::Millis now);
     bool retry_due(core::Millis now) const { return retry_.due(now); }
     // The last failure while the sink is owed, else empty.
     const std::string& error() const { return retry_.error(); }

@@ -69,8 +69,9 @@ Datum make_array(const std::vector<Datum>& elems, const std::vector<bool>& nulls
 // needed), without triggers, rules, row security, CHECK constraints or generated columns,
 // that the current user may insert into, and (without with_indexes) without indexes:
 // otherwise it writes nothing and returns false, so the caller can use SQL instead.
-bool append_rows(Oid relid, const std::vector<const char*>& columns, const std::vector<Datum>& values,
-                 const std::vector<bool>& nulls, bool with_indexes);
+bool append_rows(Oid relid, const std::vector<const char*>& columns,
+                 const std::vector<Datum>& values, const std::vector<bool>& nulls,
+                 bool with_indexes);
 
 // Runs f in a subtransaction of the current transaction. Returns true when f succeeded
 // (the subtransaction is released into the outer one); false when f failed with SQLSTATE

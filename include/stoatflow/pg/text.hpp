@@ -10,7 +10,6 @@
 
 namespace stoatflow::pg {
 
-
 // At most max_bytes of input as valid UTF-8 without NUL: invalid bytes and NUL become \xNN
 // (the core's one UTF-8 rule, core/utf8.hpp).
 using core::storable_text;

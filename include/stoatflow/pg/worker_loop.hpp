@@ -53,6 +53,7 @@ private:
 // Is the extension created in this database (SPI connected)?
 bool extension_present();
 // stoatflow.source_status: a worker's status, or the launcher's word that it cannot start one.
-void write_source_status(std::int32_t source_id, const std::string& status, const std::string& error);
+void write_source_status(std::int32_t source_id, const std::string& status,
+                         const std::string& error);
 
 }  // namespace stoatflow::pg

@@ -93,7 +93,8 @@ public:
 
     // The status for this step; false: leave what is shown (a failure not yet over).
     bool decide(core::Millis now, Shown* out) const {
-        const bool failing = last_error_at_ > last_progress_at_ && now - last_error_at_ < kBrokerErrorShownMs;
+        const bool failing =
+            last_error_at_ > last_progress_at_ && now - last_error_at_ < kBrokerErrorShownMs;
         if (failing) {
             *out = {"error", last_error_};
             return true;
@@ -128,8 +129,8 @@ class CommitTimer {
 public:
     void committed(core::Millis now) { last_commit_ = now; }
     core::Millis last_commit() const { return last_commit_; }
-    bool due(const core::CommitPolicy& policy, core::Millis now, std::int64_t records, std::size_t changed,
-             std::int64_t waiting, std::size_t segments) const {
+    bool due(const core::CommitPolicy& policy, core::Millis now, std::int64_t records,
+             std::size_t changed, std::int64_t waiting, std::size_t segments) const {
         return policy.due(now - last_commit_, records, changed, waiting, segments);
     }
 
