@@ -59,6 +59,9 @@
 #   BENCH_ROLLUP_WORK_MEM=256MB   work_mem of the plain-SQL rollup session
 #   BENCH_PORT=55491     BENCH_KEEP=1 (keep the work directory)   BENCH_BUILD=1 (make install first)
 #   BENCH_TMP=/tmp       where the work directory (data files, PostgreSQL cluster) goes
+#   BENCH_RESULTS_TSV=FILE   copy the raw measurements there (tab-separated: workload, rep,
+#                        metric, value; metric a/b/c_copy/c_rollup are seconds), and the notes
+#                        (workload, name, value: events, keys, ...) to FILE.meta
 #   BENCH_PROFILE=1      also load pg_stat_statements (track = all) and report the statements
 #                        that take stoatflow's worker the longest (adds overhead: for diagnosis,
 #                        not for the headline numbers)
@@ -461,6 +464,9 @@ suffix=
 [ "$SMOKE" = 1 ] && suffix=-smoke
 md=$repo/bench/results/e2e-$(date +%Y%m%d-%H%M%S)-$BENCH_BROKER$suffix.md
 python3 bench/lib/report.py "$results" "$meta" "$md"
+# BENCH_RESULTS_TSV=FILE: also keep the raw measurements (workload, rep, metric, value) there
+# (bench/ab.sh reads them).
+if [ -n "${BENCH_RESULTS_TSV:-}" ]; then cp "$results" "$BENCH_RESULTS_TSV"; cp "$meta" "$BENCH_RESULTS_TSV.meta"; fi
 if [ "$BENCH_PROFILE" = 1 ]; then
     { echo "## Where stoatflow's worker spends its statement time (pg_stat_statements, track = all)"
       echo
