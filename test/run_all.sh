@@ -147,6 +147,13 @@ for b in "${brokers[@]}"; do
         env STOATFLOW_TEST_BROKER="$b" bash test/faults/run.sh "${scenarios[@]}"
 done
 
+# (g2) Kafka Streams and stoatflow give the same final windows (issue 10, 4a): the hand-made
+# examples and a few random streams (SEMANTICS_STREAMS=20 by hand: bench/peers/kafka-streams)
+if [[ " ${brokers[*]} " == *" kafka "* ]]; then
+    step "kafka: Kafka Streams vs stoatflow, final windows" \
+        env SEMANTICS_STREAMS="${SEMANTICS_STREAMS:-6}" bash bench/peers/kafka-streams/semantics.sh
+fi
+
 # (h) a real 0.1 deployment upgraded to 0.2 with a running pipeline (private PostgreSQL copy)
 step "upgrade: 0.1 -> 0.2 with a running pipeline" bash test/upgrade/run.sh
 
