@@ -160,3 +160,26 @@ SELECT r FROM unnest(stoatflow._test_decode('v lucky, w needed',
           '{"v": 3, "w": "d"}'])) WITH ORDINALITY AS t(r, n) ORDER BY n;
 -- The subtransactions left nothing behind: the session goes on.
 SELECT 1 AS still_fine;
+
+-- Through the record path and the commit step (process_records): values the fast lane leaves
+-- to PostgreSQL — a domain whose CHECK calls user code that raises, a boolean key (its text
+-- output is PostgreSQL's), an event time without an offset — take the main thread's way, as the
+-- source's owner; bad values are dead letters, the rest lands in the sink.
+SELECT stoatflow.create_source('rt_slow', 'events', '127.0.0.1:9092',
+    columns => 'v lucky, flag boolean, at timestamptz PATH ''$.t.at''',
+    key => 'flag', event_time => 'at', max_out_of_orderness => '0', future_limit => NULL);
+SELECT stoatflow.create_aggregation('rt_slow_agg', 'rt_slow', stoatflow.tumbling('1 minute'),
+    'count(*) AS n, sum(v) AS total', 'rt_slow_agg');
+SELECT * FROM stoatflow.process_records('rt_slow', '[
+    {"value": {"v": 1, "flag": true, "t": {"at": "2026-11-30T10:00:01Z"}}},
+    {"value": {"v": 13, "flag": true, "t": {"at": "2026-11-30T10:00:02Z"}}},
+    {"value": {"v": -1, "flag": "no", "t": {"at": "2026-11-30 10:00:03"}}},
+    {"value": {"v": 2, "flag": "yes", "t": {"at": "2026-11-30 10:00:04"}}},
+    {"value": {"flag": false, "t": {"at": "2026-11-30T10:00:05+00:00"}}},
+    {"value": {"v": 4, "t": {"at": "2026-11-30T10:00:06Z"}}},
+    {"value": {"v": 5, "flag": 1, "t": {"at": "2026-11-30T10:00:07Z"}}},
+    {"value": {"v": 6, "flag": "t", "t": {"at": "2026-11-30T10:02:00Z"}}}]');
+SELECT key, window_start, n, total, final FROM rt_slow_agg ORDER BY 1, 2;
+SELECT "offset", reason, detail FROM stoatflow.dead_letters WHERE source_name = 'rt_slow' ORDER BY 1;
+SELECT stoatflow.drop_source('rt_slow', "cascade" => true);
+DROP TABLE rt_slow_agg;

@@ -895,6 +895,16 @@ CREATE FUNCTION stoatflow._parse_columns(columns text)
 RETURNS jsonb LANGUAGE C STABLE STRICT
 AS 'MODULE_PATHNAME', 'stoatflow__parse_columns';
 
+-- The type under a domain (under every level of domains).
+CREATE FUNCTION stoatflow._base_type(t regtype)
+RETURNS regtype LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+    WITH RECURSIVE b(oid, base) AS (
+        SELECT p.oid, p.typbasetype FROM pg_type p WHERE p.oid = t
+        UNION ALL
+        SELECT p.oid, p.typbasetype FROM pg_type p JOIN b ON p.oid = b.base WHERE b.base <> 0)
+    SELECT oid::regtype FROM b WHERE base = 0 $$;
+
 -- With columns, key and event_time name a column of the row type (declared or metadata);
 -- event_time's must be timestamptz, or bigint/integer epoch milliseconds.
 CREATE FUNCTION stoatflow._check_row_column(cols jsonb, what text, name text, is_time boolean)
@@ -1185,11 +1195,12 @@ BEGIN
     -- With columns, an aggregate's field names a column of a number type (declared or metadata).
     SELECT f INTO used_by FROM unnest(fields) f
      WHERE f <> '' AND (SELECT s.columns FROM stoatflow.source s WHERE s.source_id = src_id) IS NOT NULL
-       AND coalesce((SELECT c->>'type' FROM stoatflow.source s, jsonb_array_elements(s.columns) c
+       AND coalesce((SELECT stoatflow._base_type((c->>'type')::regtype)
+                       FROM stoatflow.source s, jsonb_array_elements(s.columns) c
                       WHERE s.source_id = src_id AND c->>'name' = f),
-                    CASE f WHEN 'kafka_partition' THEN 'integer' WHEN 'kafka_offset' THEN 'bigint' END,
-                    '<none>')
-           !~ '^(smallint|integer|bigint|numeric(\(\d+(,\d+)?\))?|real|double precision)$'
+                    CASE f WHEN 'kafka_partition' THEN 'int4'::regtype WHEN 'kafka_offset' THEN 'int8'::regtype END,
+                    'void'::regtype)
+           <> ALL ('{int2,int4,int8,numeric,float4,float8}'::regtype[])
      LIMIT 1;
     IF used_by IS NOT NULL THEN
         RAISE EXCEPTION 'aggregate field "%" is not a column of a number type of source "%"', used_by, source
@@ -1402,6 +1413,7 @@ GRANT SELECT ON stoatflow.sources, stoatflow.stats TO PUBLIC;
 ------------------------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._parse_columns(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._base_type(regtype) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_row_column(jsonb, text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM PUBLIC;
