@@ -6,6 +6,7 @@
 #include "stoatflow/kafka/json_text.hpp"
 #include "stoatflow/kafka/limits.hpp"
 
+#include <charconv>
 #include <cstring>
 #include <map>
 
@@ -57,12 +58,21 @@ bool fill_metadata(RawRows& rows, std::size_t row, std::size_t first, const Reco
         rows.set(row, first, RawKind::String, std::string_view(meta.key, meta.key_len));
     }
     rows.set(row, first + 1, RawKind::String, meta.topic);
-    rows.set(row, first + 2, RawKind::Number, std::to_string(meta.partition));
-    rows.set(row, first + 3, RawKind::Number, std::to_string(meta.offset));
+    char num[24];  // per record: no allocation
+    auto number = [&](std::size_t col, std::int64_t v) {
+        const auto r = std::to_chars(num, num + sizeof num, v);
+        rows.set(row, col, RawKind::Number, std::string_view(num, r.ptr - num));
+    };
+    number(first + 2, meta.partition);
+    number(first + 3, meta.offset);
     if (meta.timestamp_ms == core::kNoTime)
         rows.set(row, first + 4, RawKind::Null);
     else
-        rows.set(row, first + 4, RawKind::Number, std::to_string(meta.timestamp_ms));
+        number(first + 4, meta.timestamp_ms);
+    if (meta.header_count == 0) {
+        rows.set(row, first + 5, RawKind::Object, "{}");
+        return true;
+    }
     // name → value; a later header of the same name wins (std::map keeps the names sorted,
     // which is also the order jsonb shows them in for names of equal length).
     std::map<std::string, std::pair<bool, std::string>> last;
