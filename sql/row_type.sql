@@ -163,10 +163,11 @@ SELECT 1 AS still_fine;
 
 -- Through the record path and the commit step (process_records): values the fast lane leaves
 -- to PostgreSQL — a domain whose CHECK calls user code that raises, a boolean key (its text
--- output is PostgreSQL's), an event time without an offset — take the main thread's way, as the
--- source's owner; bad values are dead letters, the rest lands in the sink.
+-- output is PostgreSQL's), an event time without an offset, columns nothing reads (their values
+-- must convert all the same) — take the main thread's way, as the source's owner; bad values
+-- are dead letters, the rest lands in the sink.
 SELECT stoatflow.create_source('rt_slow', 'events', '127.0.0.1:9092',
-    columns => 'v lucky, flag boolean, at timestamptz PATH ''$.t.at''',
+    columns => 'v lucky, flag boolean, at timestamptz PATH ''$.t.at'', note varchar(3), extra jsonb',
     key => 'flag', event_time => 'at', max_out_of_orderness => '0', future_limit => NULL);
 SELECT stoatflow.create_aggregation('rt_slow_agg', 'rt_slow', stoatflow.tumbling('1 minute'),
     'count(*) AS n, sum(v) AS total', 'rt_slow_agg');
@@ -178,6 +179,9 @@ SELECT * FROM stoatflow.process_records('rt_slow', '[
     {"value": {"flag": false, "t": {"at": "2026-11-30T10:00:05+00:00"}}},
     {"value": {"v": 4, "t": {"at": "2026-11-30T10:00:06Z"}}},
     {"value": {"v": 5, "flag": 1, "t": {"at": "2026-11-30T10:00:07Z"}}},
+    {"value": {"v": 7, "flag": "t", "t": {"at": "2026-11-30T10:00:08Z"}, "note": "toolong"}},
+    {"raw": "{\"v\": 8, \"flag\": \"t\", \"t\": {\"at\": \"2026-11-30T10:00:09Z\"}, \"extra\": {\"s\": \"\\u0000\"}}"},
+    {"value": {"v": 9, "flag": "t", "t": {"at": "2026-11-30T10:00:10Z"}, "note": "ok", "extra": [1]}},
     {"value": {"v": 6, "flag": "t", "t": {"at": "2026-11-30T10:02:00Z"}}}]');
 SELECT key, window_start, n, total, final FROM rt_slow_agg ORDER BY 1, 2;
 SELECT "offset", reason, detail FROM stoatflow.dead_letters WHERE source_name = 'rt_slow' ORDER BY 1;

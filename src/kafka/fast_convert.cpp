@@ -184,7 +184,8 @@ FastValue fast_convert(FastType type, const RawValue& raw) {
     if (raw.kind == RawKind::Absent || raw.kind == RawKind::Null) return of_kind(Kind::Null);
     const bool scalar_text = raw.kind == RawKind::String || raw.kind == RawKind::Number;
     switch (type) {
-    case FastType::Other: return ask();
+    case FastType::Other:
+    case FastType::Json: return ask();
     case FastType::Int2:
     case FastType::Int4:
     case FastType::Int8: {
@@ -259,6 +260,55 @@ FastValue fast_convert(FastType type, const RawValue& raw) {
     }
     }
     return ask();
+}
+
+namespace {
+
+// JSON text (already validated) that jsonb_in certainly takes: no \u0000 escape in a string,
+// no number of more than 100 characters or with an exponent beyond 1000 (numeric's range).
+bool jsonb_certain(std::string_view t) {
+    bool in_string = false;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+        const char c = t[i];
+        if (in_string) {
+            if (c == '\\') {
+                if (t.compare(i, 6, "\\u0000") == 0) return false;
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '-' || json_is_digit(c)) {
+            std::size_t end = i;
+            while (end < t.size() && (json_is_digit(t[end]) || t[end] == '-' || t[end] == '+' ||
+                                      t[end] == '.' || t[end] == 'e' || t[end] == 'E'))
+                ++end;
+            if (end - i > 100) return false;
+            for (std::size_t k = i; k < end; ++k)
+                if ((t[k] == 'e' || t[k] == 'E') && end - k > 4) return false;  // |exp| > 999
+            i = end - 1;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+bool fast_valid(FastType type, const RawValue& raw) {
+    if (type == FastType::Json) {
+        switch (raw.kind) {
+        case RawKind::Absent:
+        case RawKind::Null:
+        case RawKind::True:
+        case RawKind::False: return true;
+        case RawKind::String: return std::memchr(raw.text.data(), '\0', raw.text.size()) == nullptr;
+        default: return jsonb_certain(raw.text);
+        }
+    }
+    return fast_convert(type, raw).kind != FastValue::Kind::Ask;
 }
 
 }  // namespace stoatflow::kafka

@@ -66,6 +66,11 @@ RecordPath::Verdict RecordPath::fast_record(kafka::Decoded& d, core::Millis now,
                                             std::string& reason, std::string& detail) {
     using Kind = kafka::FastValue::Kind;
     auto fast = [&](int col) { return kafka::fast_convert(plan_->fast[col], rows_.get(0, col)); };
+    // Every declared column must convert, read or not (a value that does not is a dead letter,
+    // before any other reason, as on PostgreSQL's way): what the lane cannot vouch for, PostgreSQL
+    // checks.
+    for (std::size_t c = 0; c < plan_->paths.size(); ++c)
+        if (!kafka::fast_valid(plan_->fast[c], rows_.get(0, c))) return Verdict::Ask;
     const kafka::FastValue k = fast(plan_->key_col);
     switch (k.kind) {
     case Kind::Null:

@@ -44,6 +44,8 @@ kafka::FastType fast_type_of(Oid typid, int32 typmod) {
     case TEXTOID:
         return GetDatabaseEncoding() == PG_UTF8 ? kafka::FastType::Text : kafka::FastType::Other;
     case TIMESTAMPTZOID: return typmod < 0 ? kafka::FastType::Timestamptz : kafka::FastType::Other;
+    case JSONOID:
+    case JSONBOID: return kafka::FastType::Json;
     default: return kafka::FastType::Other;
     }
 }

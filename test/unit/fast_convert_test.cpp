@@ -84,3 +84,20 @@ TEST(FastConvert, Timestamptz) {
     ASSERT_TRUE(parse_iso_timestamptz("2024-02-29T12:34:56.789012+05:30", us));
     EXPECT_EQ(us, 1709190296789012);
 }
+
+TEST(FastConvert, ValidWithoutConverting) {
+    // json/jsonb columns are only checked: JSON that jsonb_in certainly takes.
+    EXPECT_TRUE(
+        fast_valid(FastType::Json, RawValue{RawKind::Object, R"({"a": [1, 2.5e10, "x\n"]})"}));
+    EXPECT_TRUE(fast_valid(FastType::Json, RawValue{RawKind::String, "plain"}));
+    EXPECT_TRUE(fast_valid(FastType::Json, RawValue{RawKind::Absent, ""}));
+    EXPECT_FALSE(fast_valid(FastType::Json, RawValue{RawKind::Object, R"({"a": "x\u0000"})"}));
+    EXPECT_FALSE(fast_valid(FastType::Json, RawValue{RawKind::String, std::string("a\0b", 3)}));
+    EXPECT_FALSE(fast_valid(FastType::Json, RawValue{RawKind::Array, "[1e1000000]"}));
+    EXPECT_TRUE(fast_valid(FastType::Json, RawValue{RawKind::Array, "[1e999, \"e1000000\"]"}));
+    EXPECT_FALSE(fast_valid(FastType::Json, RawValue{RawKind::Number, std::string(200, '9')}));
+    // Other columns: valid when the lane converts them.
+    EXPECT_TRUE(fast_valid(FastType::Int4, RawValue{RawKind::String, "12"}));
+    EXPECT_FALSE(fast_valid(FastType::Int4, RawValue{RawKind::String, "1.5"}));
+    EXPECT_FALSE(fast_valid(FastType::Other, RawValue{RawKind::String, "x"}));
+}

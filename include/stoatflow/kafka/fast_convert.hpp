@@ -25,7 +25,8 @@ enum class FastType : std::uint8_t {
     Float8,
     Bool,
     Text,
-    Timestamptz
+    Timestamptz,
+    Json,  // json and jsonb: never converted here, only checked (fast_valid)
 };
 
 struct FastValue {
@@ -39,6 +40,12 @@ struct FastValue {
 };
 
 FastValue fast_convert(FastType type, const RawValue& raw);
+
+// True when the value certainly converts into the column type (fast_convert claims it, or a
+// json/jsonb column gets JSON that jsonb_in takes: no \u0000, no number beyond numeric's
+// range). A record is only staged by the fast lane when every declared column passes: a value
+// that does not convert makes the record a dead letter even when nothing reads it (SPEC 11).
+bool fast_valid(FastType type, const RawValue& raw);
 
 // ISO 8601 with an explicit offset, strictly: YYYY-MM-DD('T'|' ')hh:mm:ss[.f{1,6}](Z|±hh[:mm]),
 // year 0001-9999, seconds 00-59, offset at most 15:59, as microseconds since the Unix epoch.
