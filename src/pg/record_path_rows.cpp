@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "stoatflow/core/column_list.hpp"
 #include "stoatflow/pg/text.hpp"
 
 namespace stoatflow::pg {
