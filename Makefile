@@ -11,7 +11,8 @@ DATA = $(sort $(wildcard sql/stoatflow--*.sql) sql/stoatflow--$(EXTVERSION).sql)
 PG_SRCS = $(wildcard src/pg/*.cpp)
 CORE_SRCS = $(wildcard src/core/*.cpp)
 # The Kafka layer linked into the extension (the mock broker is a program of its own).
-KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp
+KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp \
+	src/kafka/row_extractor.cpp src/kafka/raw_row.cpp src/kafka/fast_convert.cpp
 OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o) $(KAFKA_SRCS:.cpp=.o)
 
 PG_CONFIG ?= pg_config
@@ -33,7 +34,7 @@ src/core/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 src/kafka/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 # The record path — the only object the worker's consume thread touches — is built the same
 # way: PostgreSQL stays out of the thread because it is out of reach of the compiler.
-src/pg/record_path.o: override CPPFLAGS = $(CORE_CPPFLAGS)
+src/pg/record_path.o src/pg/record_path_rows.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 
 # PGXS would also emit LLVM bitcode for JIT inlining, with clang and C flags; not worth it for C++.
 override with_llvm = no

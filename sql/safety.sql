@@ -121,7 +121,7 @@ RESET ROLE;
 ------------------------------------------------------------------------------------------
 -- 5. kafka_options never runs code; file options need file-reading privileges.
 ------------------------------------------------------------------------------------------
-GRANT EXECUTE ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, interval) TO sf_mallory;
+GRANT EXECUTE ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) TO sf_mallory;
 SET ROLE sf_mallory;
 SELECT stoatflow.create_source('evil1', 'events', '127.0.0.1:9092', kafka_options => '{"plugin.library.paths": "/tmp/evil.so"}');
 \echo :LAST_ERROR_SQLSTATE
@@ -265,7 +265,7 @@ DROP SCHEMA mallory CASCADE;
 DROP FUNCTION rec(text, bigint, numeric);
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean) FROM sf_mallory;
-REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, interval) FROM sf_mallory;
+REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM sf_mallory;
 DROP ROLE sf_mallory;

@@ -14,6 +14,11 @@ UPDATE stoatflow.source SET future_limit_ms = 86400000;
 -- kafka_options with secrets masked, written when the source is declared: the views read this
 -- column and need no function a reader would have to be allowed to execute.
 ALTER TABLE stoatflow.source ADD COLUMN kafka_options_masked jsonb;
+-- A row type per source (SPEC 11): the declared columns as [{"name", "type", "path"}], types
+-- as format_type() gave them at declaration (schema-qualified outside pg_catalog); NULL: 0.1's
+-- field paths. format_options (SPEC 12) as given.
+ALTER TABLE stoatflow.source ADD COLUMN columns jsonb;
+ALTER TABLE stoatflow.source ADD COLUMN format_options jsonb NOT NULL DEFAULT '{}';
 
 -- The sink's name, to find it again once it was dropped and created anew (the id changes).
 ALTER TABLE stoatflow.aggregation ADD COLUMN sink_schema text, ADD COLUMN sink_table text;
@@ -99,6 +104,57 @@ DROP FUNCTION stoatflow._make_window(text, interval, interval, interval);
 -- Sources
 ------------------------------------------------------------------------------------------
 
+-- The column list (SPEC 11): split in C++, types resolved by PostgreSQL's type-name parser along
+-- the caller's search_path (42601 syntax, 42704 unknown type, 42701 duplicate name).
+CREATE FUNCTION stoatflow._parse_columns(columns text)
+RETURNS jsonb LANGUAGE C STABLE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__parse_columns';
+
+-- The type under a domain (under every level of domains).
+CREATE FUNCTION stoatflow._base_type(t regtype)
+RETURNS regtype LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp AS $$
+    WITH RECURSIVE b(oid, base) AS (
+        SELECT p.oid, p.typbasetype FROM pg_type p WHERE p.oid = t
+        UNION ALL
+        SELECT p.oid, p.typbasetype FROM pg_type p JOIN b ON p.oid = b.base WHERE b.base <> 0)
+    SELECT oid::regtype FROM b WHERE base = 0 $$;
+
+-- With columns, key and event_time name a column of the row type (declared or metadata);
+-- event_time's must be timestamptz, or bigint/integer epoch milliseconds.
+CREATE FUNCTION stoatflow._check_row_column(cols jsonb, what text, name text, is_time boolean)
+RETURNS void LANGUAGE plpgsql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    typ text;
+BEGIN
+    IF name IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT c->>'type' INTO typ FROM jsonb_array_elements(cols) c WHERE c->>'name' = name;
+    IF typ IS NULL THEN
+        typ := CASE name WHEN 'kafka_key' THEN 'text' WHEN 'kafka_topic' THEN 'text'
+                         WHEN 'kafka_partition' THEN 'integer' WHEN 'kafka_offset' THEN 'bigint'
+                         WHEN 'kafka_timestamp' THEN 'timestamp with time zone'
+                         WHEN 'kafka_headers' THEN 'jsonb' END;
+    END IF;
+    IF typ IS NULL THEN
+        RAISE EXCEPTION '%: column "%" is not in columns', what, name
+            USING ERRCODE = 'undefined_column',
+                  HINT = 'With columns, key and event_time name a declared column or a metadata column (kafka_key, kafka_timestamp, ...).';
+    END IF;
+    IF is_time AND typ NOT IN ('timestamp with time zone', 'bigint', 'integer') THEN
+        RAISE EXCEPTION 'event_time: column "%" is of type %', name, typ
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'The event time column must be timestamptz, or bigint/integer epoch milliseconds.';
+    END IF;
+    IF NOT is_time AND typ IN ('jsonb', 'json') THEN
+        RAISE EXCEPTION 'key: column "%" is of type %', name, typ
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'A key is a scalar column: text, a number, a time ...';
+    END IF;
+END $$;
+
 DROP FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb);
 CREATE FUNCTION stoatflow.create_source(
     source_name          text,
@@ -111,6 +167,8 @@ CREATE FUNCTION stoatflow.create_source(
     idle_timeout         interval DEFAULT NULL,
     start_offset         text     DEFAULT 'earliest',
     kafka_options        jsonb    DEFAULT '{}',
+    columns              text     DEFAULT NULL,
+    format_options       jsonb    DEFAULT '{}',
     future_limit         interval DEFAULT '1 day')
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
@@ -119,6 +177,7 @@ DECLARE
     ooo_ms   bigint := stoatflow._interval_ms(max_out_of_orderness, 'max_out_of_orderness');
     idle_ms  bigint := stoatflow._interval_ms(idle_timeout, 'idle_timeout');
     fut_ms   bigint := stoatflow._interval_ms(future_limit, 'future_limit');
+    cols     jsonb;
 BEGIN
     PERFORM stoatflow._check_name('source', source_name);
     IF EXISTS (SELECT 1 FROM stoatflow.source s WHERE s.source_name = create_source.source_name) THEN
@@ -166,19 +225,37 @@ BEGIN
     PERFORM stoatflow._check_kafka_config(brokers,
         (SELECT array_agg(k ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)),
         (SELECT array_agg(v #>> '{}' ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)));
-    IF key IS NOT NULL THEN
-        PERFORM stoatflow._check_field_path('key', key);
+    IF format_options IS NULL OR jsonb_typeof(format_options) <> 'object' THEN
+        RAISE EXCEPTION 'format_options must be a JSON object'
+            USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF event_time IS NOT NULL THEN
-        PERFORM stoatflow._check_field_path('event_time', event_time);
+    IF format_options <> '{}' THEN
+        RAISE EXCEPTION 'unknown format option "%" for format %',
+            (SELECT min(k) FROM jsonb_object_keys(format_options) k), format
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Format ''json'' takes no options: pass ''{}''.';
+    END IF;
+    IF columns IS NOT NULL THEN
+        -- key and event_time name columns (declared or metadata) of the row type.
+        cols := stoatflow._parse_columns(columns);
+        PERFORM stoatflow._check_row_column(cols, 'key', key, false);
+        PERFORM stoatflow._check_row_column(cols, 'event_time', event_time, true);
+    ELSE
+        IF key IS NOT NULL THEN
+            PERFORM stoatflow._check_field_path('key', key);
+        END IF;
+        IF event_time IS NOT NULL THEN
+            PERFORM stoatflow._check_field_path('event_time', event_time);
+        END IF;
     END IF;
 
     PERFORM stoatflow._wake_launcher();
     INSERT INTO stoatflow.source (source_name, topic, brokers, format, key_path, event_time_path,
         max_out_of_orderness_ms, idle_timeout_ms, start_offset, kafka_options, created_by,
-        future_limit_ms, kafka_options_masked)
+        future_limit_ms, kafka_options_masked, columns, format_options)
     VALUES (source_name, topic, brokers, format, key, event_time, ooo_ms, idle_ms, start_offset,
-        kafka_options, caller, fut_ms, stoatflow._mask_options(kafka_options));
+        kafka_options, caller, fut_ms, stoatflow._mask_options(kafka_options), cols,
+        format_options);
 END $$;
 
 -- Dropping a source is for superusers and the role that created it; with cascade, the caller
@@ -330,6 +407,22 @@ BEGIN
     END IF;
     SELECT array_agg(p.fn), array_agg(p.field), array_agg(p.column_name)
       INTO fns, fields, cols FROM stoatflow._parse_aggregates(aggregates) p;
+    -- With columns, an aggregate's field names a column of a number type (declared or metadata).
+    SELECT f INTO used_by FROM unnest(fields) f
+     WHERE f <> '' AND (SELECT s.columns FROM stoatflow.source s WHERE s.source_id = src_id) IS NOT NULL
+       AND coalesce((SELECT stoatflow._base_type((c->>'type')::regtype)
+                       FROM stoatflow.source s, jsonb_array_elements(s.columns) c
+                      WHERE s.source_id = src_id AND c->>'name' = f),
+                    CASE f WHEN 'kafka_partition' THEN 'int4'::regtype WHEN 'kafka_offset' THEN 'int8'::regtype END,
+                    'void'::regtype)
+           <> ALL ('{int2,int4,int8,numeric,float4,float8}'::regtype[])
+     LIMIT 1;
+    IF used_by IS NOT NULL THEN
+        RAISE EXCEPTION 'aggregate field "%" is not a column of a number type of source "%"', used_by, source
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'With columns, count/sum/min/max/avg read a declared smallint, integer, bigint, numeric, real or double precision column by its name.';
+    END IF;
+    used_by := NULL;
 
     -- The sink: an existing table must have the right shape and be writable by the owner;
     -- a new one is created in a schema where the owner may create tables.
@@ -533,7 +626,10 @@ GRANT SELECT ON stoatflow.sources, stoatflow.stats TO PUBLIC;
 ------------------------------------------------------------------------------------------
 -- Privileges: nothing internal is executable by PUBLIC.
 ------------------------------------------------------------------------------------------
-REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._parse_columns(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._base_type(regtype) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._check_row_column(jsonb, text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._interval_ms(interval, text) FROM PUBLIC;
@@ -551,3 +647,29 @@ REVOKE ALL ON FUNCTION stoatflow._caller_search_path() FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._sink_columns(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_field_path(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_names(text, text) FROM PUBLIC;
+
+------------------------------------------------------------------------------------------
+-- TESTING TOOLS ONLY (superusers): the row type's conversion lanes from SQL (sql/row_type.sql).
+------------------------------------------------------------------------------------------
+
+-- The C++ fast lane's value of a JSON value for a column type (as the type's output shows it),
+-- NULL when the lane leaves it to PostgreSQL, '<NULL>' for SQL NULL.
+CREATE FUNCTION stoatflow._test_fast_convert(type text, json text)
+RETURNS text LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__test_fast_convert';
+-- The PostgreSQL lane's value (SPEC 14's rules through the type's input function); raises
+-- PostgreSQL's error for a value that does not convert.
+CREATE FUNCTION stoatflow._test_convert(type text, json text)
+RETURNS text LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__test_convert';
+-- Payloads decoded as a worker would (extract, metadata, one conversion batch): per payload
+-- the row as {"column": text} or {"dead_letter": reason, "detail": ...}.
+CREATE FUNCTION stoatflow._test_decode(columns text, payloads text[], keys text[] DEFAULT NULL)
+RETURNS jsonb[] LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__test_decode';
+COMMENT ON FUNCTION stoatflow._test_fast_convert(text, text) IS 'testing tool only';
+COMMENT ON FUNCTION stoatflow._test_convert(text, text) IS 'testing tool only';
+COMMENT ON FUNCTION stoatflow._test_decode(text, text[], text[]) IS 'testing tool only';
+REVOKE ALL ON FUNCTION stoatflow._test_fast_convert(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._test_convert(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._test_decode(text, text[], text[]) FROM PUBLIC;

@@ -173,9 +173,20 @@ std::size_t Consumer::poll(std::size_t max, int timeout_ms,
         }
         rd_kafka_timestamp_type_t tstype;
         const int64_t ts = rd_kafka_message_timestamp(m, &tstype);
+        headers_.clear();
+        rd_kafka_headers_t* hdrs = nullptr;
+        if (want_headers_ && rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            const char* name = nullptr;
+            const void* value = nullptr;
+            size_t size = 0;
+            for (size_t h = 0; rd_kafka_header_get_all(hdrs, h, &name, &value, &size) ==
+                               RD_KAFKA_RESP_ERR_NO_ERROR;
+                 ++h)
+                headers_.push_back({name, static_cast<const char*>(value), value ? size : 0});
+        }
         on_message(Message{m->partition, m->offset, static_cast<const char*>(m->payload), m->len,
                            static_cast<const char*>(m->key), m->key ? m->key_len : 0,
-                           ts < 0 ? core::kNoTime : ts});
+                           ts < 0 ? core::kNoTime : ts, headers_.data(), headers_.size()});
         ++delivered;
     }
     return delivered;

@@ -4,6 +4,7 @@
 
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/utf8.hpp"
+#include "stoatflow/kafka/json_text.hpp"
 #include "stoatflow/kafka/limits.hpp"
 
 // Match the packaged library's build (its pkg-config Cflags), whichever build compiles us.
@@ -59,40 +60,6 @@ struct PathNode {
 };
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-std::string_view trim_json_ws(std::string_view t) {
-    while (!t.empty() &&
-           (t.back() == ' ' || t.back() == '\t' || t.back() == '\n' || t.back() == '\r'))
-        t.remove_suffix(1);
-    return t;
-}
-
-// RFC 8259 number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-bool json_number(std::string_view t, bool& integer) {
-    std::size_t p = 0, n = t.size();
-    if (p < n && t[p] == '-') ++p;
-    if (p >= n || !is_digit(t[p])) return false;
-    if (t[p] == '0') {
-        ++p;
-    } else {
-        while (p < n && is_digit(t[p])) ++p;
-    }
-    integer = true;
-    if (p < n && t[p] == '.') {
-        integer = false;
-        ++p;
-        if (p >= n || !is_digit(t[p])) return false;
-        while (p < n && is_digit(t[p])) ++p;
-    }
-    if (p < n && (t[p] == 'e' || t[p] == 'E')) {
-        integer = false;
-        ++p;
-        if (p < n && (t[p] == '+' || t[p] == '-')) ++p;
-        if (p >= n || !is_digit(t[p])) return false;
-        while (p < n && is_digit(t[p])) ++p;
-    }
-    return p == n;
-}
 
 // An integer token (grammar already checked) as int64; false if it does not fit.
 bool integer_token_to_int64(std::string_view t, std::int64_t& out) {

@@ -53,7 +53,8 @@ const char* kSourceColumns =
     "start_offset, "
     "(SELECT pg_catalog.array_agg(k ORDER BY k) FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), "
     "(SELECT pg_catalog.array_agg(v OPERATOR(pg_catalog.#>>) '{}' ORDER BY k) "
-    "FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), future_limit_ms "
+    "FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), future_limit_ms, "
+    "columns IS NOT NULL, created_by::oid "
     "FROM stoatflow.source ";
 
 SourceDef source_from_row(std::uint64_t r) {
@@ -79,7 +80,29 @@ SourceDef source_from_row(std::uint64_t r) {
     }
     if (const auto limit = spi_int64(r, 13)) s.future_limit = *limit;
     s.max_key_bytes = static_cast<std::size_t>(max_key_bytes);
+    s.has_columns = *spi_bool(r, 14);
+    s.owner = static_cast<Oid>(*spi_int64(r, 15));
     return s;
+}
+
+// The declared columns of a source with columns, as stored by _parse_columns.
+void load_columns(SourceDef& s) {
+    if (!s.has_columns) return;
+    const auto n = spi_exec(
+        "SELECT c OPERATOR(pg_catalog.->>) 'name', c OPERATOR(pg_catalog.->>) 'type', "
+        "ARRAY(SELECT pg_catalog.jsonb_array_elements_text(c OPERATOR(pg_catalog.->) 'path')) "
+        "FROM stoatflow.source s, pg_catalog.jsonb_array_elements(s.columns) WITH ORDINALITY e(c, o) "
+        "WHERE s.source_id OPERATOR(pg_catalog.=) $1 ORDER BY o",
+        {arg_int32(s.id)});
+    for (std::uint64_t r = 0; r < n; ++r) {
+        bool isnull;
+        core::ColumnDecl c;
+        c.name = *spi_text(r, 1);
+        c.type = *spi_text(r, 2);
+        c.path = text_array_to_vector(spi_datum(r, 3, &isnull));
+        c.position = r + 1;
+        s.columns.push_back(std::move(c));
+    }
 }
 
 const char* kAggregationColumns =
@@ -116,14 +139,18 @@ SourceDef load_source(const std::string& name) {
                  {arg_text(name)}) == 0)
         throw Error(sqlstate::kUndefinedObject, "source \"" + name + "\" does not exist",
                     "Create it with stoatflow.create_source().");
-    return source_from_row(0);
+    SourceDef s = source_from_row(0);
+    load_columns(s);
+    return s;
 }
 
 std::optional<SourceDef> load_source_by_id(std::int32_t id) {
     if (spi_exec(std::string(kSourceColumns) + "WHERE source_id OPERATOR(pg_catalog.=) $1",
                  {arg_int32(id)}) == 0)
         return std::nullopt;
-    return source_from_row(0);
+    SourceDef s = source_from_row(0);
+    load_columns(s);
+    return s;
 }
 
 std::vector<AggregationDef> load_aggregations(std::int32_t source_id) {

@@ -21,17 +21,35 @@ extern "C" {
 
 namespace stoatflow::pg {
 
-RecordPathConfig record_path_config(const SourceDef& src, const std::vector<AggregationDef>& aggs) {
+RecordPathConfig record_path_config(const SourceDef& src, const std::vector<AggregationDef>& aggs,
+                                    const RowType* row_type) {
     RecordPathConfig cfg;
-    cfg.decoder.key_path = src.key_path;
-    cfg.decoder.time_path = src.event_time_path;
     cfg.decoder.max_key_bytes = src.max_key_bytes;
     cfg.decoder.future_limit = src.future_limit;
-    std::set<std::string> seen;
-    for (const auto& a : aggs)
-        for (const auto& s : a.aggregates)
-            if (!s.field.empty() && seen.insert(s.field).second)
-                cfg.decoder.value_paths.push_back(s.field);
+    if (row_type != nullptr) {
+        RowPlan plan;
+        plan.topic = src.topic;
+        for (std::size_t i = 0; i < row_type->width(); ++i) {
+            plan.names.push_back(row_type->column(i).name);
+            plan.fast.push_back(row_type->column(i).fast);
+        }
+        plan.paths = row_type->paths();
+        plan.key_col = row_type->index_of(src.key_path.empty() ? "kafka_key" : src.key_path);
+        plan.time_col = row_type->index_of(src.event_time_path.empty() ? "kafka_timestamp"
+                                                                       : src.event_time_path);
+        if (plan.key_col < 0 || plan.time_col < 0)
+            throw Error(sqlstate::kUndefinedColumn,
+                        "source \"" + src.name + "\": key or event_time names no column");
+        cfg.row = std::move(plan);
+    } else {
+        cfg.decoder.key_path = src.key_path;
+        cfg.decoder.time_path = src.event_time_path;
+        std::set<std::string> seen;
+        for (const auto& a : aggs)
+            for (const auto& s : a.aggregates)
+                if (!s.field.empty() && seen.insert(s.field).second)
+                    cfg.decoder.value_paths.push_back(s.field);
+    }
     cfg.max_out_of_orderness = src.max_out_of_orderness;
     cfg.idle_timeout = src.idle_timeout;
     for (const auto& a : aggs)
@@ -41,7 +59,20 @@ RecordPathConfig record_path_config(const SourceDef& src, const std::vector<Aggr
 }
 
 CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations)
-    : source_(std::move(source)), path_(record_path_config(source_, aggregations)) {
+    : source_(std::move(source)), row_(make_row(source_)),
+      path_(record_path_config(source_, aggregations, row_ ? &row_->type() : nullptr)) {
+    if (row_) {
+        key_column_ = source_.key_path.empty() ? "kafka_key" : source_.key_path;
+        time_column_ =
+            source_.event_time_path.empty() ? "kafka_timestamp" : source_.event_time_path;
+        for (const auto& a : aggregations)
+            for (const auto& s : a.aggregates) {
+                const int c = s.field.empty() ? -1 : row_->type().index_of(s.field);
+                if (c >= 0 && std::find(value_columns_.begin(), value_columns_.end(), c) ==
+                                  value_columns_.end())
+                    value_columns_.push_back(c);
+            }
+    }
     aggs_.reserve(aggregations.size());
     for (auto& def : aggregations) {
         SegmentStore segments(def.id, def.segment_interval, def.retention);

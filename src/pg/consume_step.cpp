@@ -93,6 +93,12 @@ void SourceWorker::step() {
     if (over_memory_limit(now)) return;
     if (partitions_added(now)) return;
     bool progress = consume(pipeline_->path(), kPollTimeoutMs, now);
+    // A record the fast lane left to PostgreSQL (and those behind it): converted here, on the
+    // main thread, before anything else sees the path.
+    if (pipeline_->path().blocked())
+        in_transaction([&] {
+            while (pipeline_->path().blocked()) pipeline_->resolve_blocked();
+        });
     out_of_range(now);
     // Partitions that have never delivered a record but now have some waiting hold the
     // watermark again, so a burst on one partition cannot make the others late.
@@ -143,7 +149,7 @@ bool SourceWorker::consume(RecordPath& path, int timeout_ms, core::Millis now) {
                kPollBatch, timeout_ms,
                [&](const kafka::Message& m) {
                    path.process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len,
-                                m.timestamp, now);
+                                m.timestamp, now, m.headers, m.header_count);
                },
                [&](std::int32_t p, std::int64_t end) {
                    progress_end(p, end);
@@ -155,7 +161,8 @@ bool SourceWorker::consume(RecordPath& path, int timeout_ms, core::Millis now) {
 // The background step while a commit is written: consume on, within the bounds of one
 // commit (the next one).
 bool SourceWorker::consume_while_writing(RecordPath& path) {
-    if (path.records_since_commit() >= core::CommitPolicy::kMaxRecordsCatchingUp ||
+    if (path.blocked() ||  // waits for the main thread (PostgreSQL)
+        path.records_since_commit() >= core::CommitPolicy::kMaxRecordsCatchingUp ||
         path.pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp ||
         path.pending_segments() >= core::CommitPolicy::kMaxSegmentsPerCommit)
         return false;

@@ -13,6 +13,7 @@
 
 #include "stoatflow/pg/guard.hpp"
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/row_type.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
@@ -147,7 +148,7 @@ STOATFLOW_FUNCTION(stoatflow__invoking_role) { return ObjectIdGetDatum(GetOuterU
 // The caller's search_path, for create_aggregation: it is SECURITY DEFINER with a pinned
 // search_path (SPEC 10), yet an unqualified sink name means what it would mean to its caller.
 
-namespace {
+namespace stoatflow::pg {
 // The value search_path had when the innermost function with a SET search_path clause was
 // entered: the GUC stack entry that clause pushed keeps it.
 const char* caller_search_path_value() {
@@ -162,7 +163,7 @@ const char* caller_search_path_value() {
     }
     return "";
 }
-}  // namespace
+}  // namespace stoatflow::pg
 
 // _caller_search_path() → text[]: the schemas of the caller's search_path that exist and that the
 // caller may use, in order ("$user" resolved; pg_temp and pg_catalog left out: no sink lives

@@ -2,6 +2,7 @@
 // a commit writes. Compiled without PostgreSQL's include path (see Makefile): pure C++.
 #include "stoatflow/pg/record_path.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "stoatflow/pg/text.hpp"
@@ -9,8 +10,15 @@
 namespace stoatflow::pg {
 
 RecordPath::RecordPath(const RecordPathConfig& config)
-    : decoder_(config.decoder), watermark_(config.max_out_of_orderness, config.idle_timeout) {
-    const auto& paths = config.decoder.value_paths;
+    : decoder_(config.decoder), plan_(config.row), max_key_bytes_(config.decoder.max_key_bytes),
+      future_limit_(config.decoder.future_limit),
+      watermark_(config.max_out_of_orderness, config.idle_timeout) {
+    // Values are looked up by field path (0.1) or, with columns, by column name.
+    const auto& paths = plan_ ? plan_->names : config.decoder.value_paths;
+    if (plan_) {
+        extractor_ = std::make_unique<kafka::JsonRowExtractor>(plan_->paths);
+        rows_ = kafka::RawRows(plan_->names.size());
+    }
     for (const auto& def : config.aggregations) {
         Aggregation a;
         a.name = def.name;
@@ -19,8 +27,11 @@ RecordPath::RecordPath(const RecordPathConfig& config)
         for (const auto& s : def.aggregates) {
             int idx = -1;
             for (std::size_t i = 0; i < paths.size(); ++i)
-                if (paths[i] == s.field) idx = static_cast<int>(i);
+                if (!s.field.empty() && paths[i] == s.field) idx = static_cast<int>(i);
             a.value_index.push_back(idx);
+            if (plan_ && idx >= 0 &&
+                std::find(value_cols_.begin(), value_cols_.end(), idx) == value_cols_.end())
+                value_cols_.push_back(idx);
         }
         a.values.resize(def.aggregates.size());
         aggs_.push_back(std::move(a));
@@ -49,6 +60,8 @@ void RecordPath::tick(core::Millis now) {
 }
 
 bool RecordPath::note_end_of_partition(std::int32_t partition, std::int64_t offset) {
+    // Records wait behind a blocked one: the position must not pass them.
+    if (blocked_) return false;
     auto it = next_offsets_.find(partition);
     if (it != next_offsets_.end() && it->second >= offset) return false;
     next_offsets_[partition] = offset;
@@ -68,7 +81,31 @@ void RecordPath::skip_offsets(std::int32_t partition, std::int64_t from, std::in
 
 void RecordPath::process(std::int32_t partition, std::int64_t offset, const char* payload,
                          std::size_t len, const char* key, std::size_t key_len,
-                         core::Millis kafka_ts, core::Millis now) {
+                         core::Millis kafka_ts, core::Millis now, const kafka::KafkaHeader* headers,
+                         std::size_t header_count) {
+    if (plan_) {
+        if (!blocked_) {
+            process_row(partition, offset, payload, len, key, key_len, kafka_ts, now, headers,
+                        header_count);
+            return;
+        }
+        Waiting w;
+        w.partition = partition;
+        w.offset = offset;
+        w.payload.assign(payload == nullptr ? "" : payload, payload == nullptr ? 0 : len);
+        w.has_key = key != nullptr;
+        if (key != nullptr) w.key.assign(key, key_len);
+        w.kafka_ts = kafka_ts;
+        w.now = now;
+        for (std::size_t i = 0; i < header_count; ++i)
+            w.headers.emplace_back(std::string(headers[i].name),
+                                   headers[i].value == nullptr
+                                       ? std::nullopt
+                                       : std::optional<std::string>(
+                                             std::string(headers[i].value, headers[i].value_len)));
+        waiting_.push_back(std::move(w));
+        return;
+    }
     ++records_since_commit_;
     next_offsets_[partition] = offset + 1;
     if (staged_ == staged_records_.size()) drain();

@@ -105,11 +105,15 @@ SourceWorker::Start SourceWorker::start() {
     }
     const std::string name = src->name;
     pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
-    auto pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs));
-    in_transaction([&] { pipeline->restore(); });
+    std::unique_ptr<CommitCycle> pipeline;
+    in_transaction([&] {
+        pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs));  // resolves a row type
+        pipeline->restore();
+    });
 
     auto consumer = std::make_unique<kafka::Consumer>(
         src->brokers, src->kafka_options, "stoatflow-" + std::string(database_name) + "-" + name);
+    consumer->want_headers(src->has_columns);  // kafka_headers
     const auto parts = consumer->partitions(src->topic, kKafkaTimeoutMs);
     std::vector<kafka::PartitionStart> starts;
     const bool latest = src->start_offset == "latest";

@@ -77,6 +77,7 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
         pipeline.path().process(p, offset, payload.data(), payload.size(),
                                 key ? key->data() : nullptr, key ? key->size() : 0,
                                 stamps[i].value_or(core::kNoTime), now);
+        while (pipeline.path().blocked()) pipeline.resolve_blocked();
         dead += pipeline.path().dead_letters_since_commit() - before;
     }
     const core::Millis w = pipeline.path().watermark().current();

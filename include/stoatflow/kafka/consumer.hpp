@@ -6,6 +6,7 @@
 
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/time.hpp"
+#include "stoatflow/kafka/raw_row.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -33,7 +34,9 @@ struct Message {
     std::size_t len;
     const char* key;  // nullptr: no key
     std::size_t key_len;
-    core::Millis timestamp;  // kNoTime when the broker gave none
+    core::Millis timestamp;                // kNoTime when the broker gave none
+    const KafkaHeader* headers = nullptr;  // only when headers are wanted (want_headers)
+    std::size_t header_count = 0;
 };
 
 struct PartitionStart {
@@ -67,6 +70,9 @@ public:
                      const std::function<void(const Message&)>& on_message,
                      const std::function<void(std::int32_t, std::int64_t)>& on_eof);
 
+    // Hand out each message's headers too (a source with columns: kafka_headers).
+    void want_headers(bool on) { want_headers_ = on; }
+
     // Partitions whose fetch position is no longer in the log (retention deleted the records
     // there, or the log is shorter than the position), since the last call. librdkafka stops
     // fetching them (auto.offset.reset=error: never a silent jump); restart() resumes.
@@ -88,6 +94,8 @@ private:
     std::mutex mu_;
     std::string error_;
     std::vector<std::int32_t> out_of_range_;
+    bool want_headers_ = false;
+    std::vector<KafkaHeader> headers_;  // the current message's
 };
 
 // One-shot: high watermark per partition of a topic (for wait_caught_up).

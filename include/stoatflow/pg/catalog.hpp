@@ -3,6 +3,7 @@
 #pragma once
 
 #include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/window_spec.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
 
@@ -25,6 +26,11 @@ struct SourceDef {
     core::Millis future_limit = core::kNoTime;  // create_source(future_limit); kNoTime: off
     std::string start_offset;
     std::vector<std::pair<std::string, std::string>> kafka_options;
+    // With columns (SPEC 11): the declared columns (types as stored); key_path and
+    // event_time_path then name columns (empty: kafka_key, kafka_timestamp).
+    bool has_columns = false;
+    std::vector<core::ColumnDecl> columns;
+    Oid owner = InvalidOid;  // created_by: user code of the row type (input functions) runs as it
 };
 
 struct AggregationDef {

@@ -7,10 +7,13 @@
 #include "stoatflow/pg/record_path.hpp"
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/row_type.hpp"
 #include "stoatflow/pg/segment_store.hpp"
 #include "stoatflow/pg/sink_writer.hpp"
 
@@ -28,13 +31,21 @@ struct CommitCounts {
     double sink_ms = 0;   // writing the sink rows and deletes
 };
 
-// The record path's configuration from the catalog's definitions.
+// The record path's configuration from the catalog's definitions (row_type: the source's, when
+// it has columns).
 RecordPathConfig record_path_config(const SourceDef& source,
-                                    const std::vector<AggregationDef>& aggregations);
+                                    const std::vector<AggregationDef>& aggregations,
+                                    const RowType* row_type = nullptr);
 
 class CommitCycle {
 public:
+    // In a transaction: a source with columns resolves its row type here.
     CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations);
+    ~CommitCycle();
+
+    // With columns, in a transaction: converts the record the fast lane left to PostgreSQL
+    // (path().blocked()) with PostgreSQL, as the source's owner, and resumes the path.
+    void resolve_blocked();
 
     // Reads committed offsets, the watermark and every aggregation's live windows (SPI connected).
     void restore();
@@ -68,8 +79,23 @@ private:
     void write_dead_letters(const CommitSnapshot& snap);
     void write_progress(const CommitSnapshot& snap);
 
+    // The row type and the memory context its input functions live in (row_resolve.cpp).
+    struct Row {
+        MemoryContext cxt = nullptr;
+        std::optional<RowType> rt;
+        const RowType& type() const { return *rt; }
+        Row() = default;
+        Row(const Row&) = delete;
+        Row& operator=(const Row&) = delete;
+        ~Row();
+    };
+    static std::unique_ptr<Row> make_row(const SourceDef& source);
+
     SourceDef source_;
+    std::unique_ptr<Row> row_;
     RecordPath path_;
+    std::string key_column_, time_column_;  // with columns
+    std::vector<int> value_columns_;        // columns an aggregate reads
     std::vector<Aggregation> aggs_;
 };
 

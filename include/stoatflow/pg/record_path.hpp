@@ -7,13 +7,18 @@
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
+#include "stoatflow/kafka/fast_convert.hpp"
 #include "stoatflow/kafka/json_decoder.hpp"
+#include "stoatflow/kafka/raw_row.hpp"
+#include "stoatflow/kafka/row_extractor.hpp"
 #include "stoatflow/pg/limits.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,8 +54,29 @@ struct CommitSnapshot {
     std::vector<Aggregation> aggs;  // in the path's aggregation order
 };
 
+// With `columns` (SPEC 11): the source's row type as the record path reads it. The key, the
+// event time and the aggregates' fields name columns (declared, then the six metadata ones).
+struct RowPlan {
+    std::string topic;                            // kafka_topic
+    std::vector<std::string> names;               // every column
+    std::vector<std::vector<std::string>> paths;  // the declared columns' member paths
+    std::vector<kafka::FastType> fast;            // every column's fast-lane type
+    int key_col = -1;
+    int time_col = -1;
+};
+
+// A record the fast lane left to PostgreSQL, as the main thread converted it.
+struct SlowRecord {
+    std::string reason;              // not empty: a dead letter (bad_value, value_out_of_range) ...
+    std::string detail;              // ... with this detail
+    std::optional<std::string> key;  // nullopt: NULL
+    std::optional<core::Millis> time;  // nullopt: NULL
+    std::vector<core::Value> values;   // per column; Missing for NULL and unread columns
+};
+
 // What a record path is built from (the catalog's source and aggregations, as plain values).
 struct RecordPathConfig {
+    std::optional<RowPlan> row;    // with columns; then aggregates' fields name columns
     kafka::DecoderConfig decoder;  // value_paths: every field an aggregate reads, once
     core::Millis max_out_of_orderness = 0;
     core::Millis idle_timeout = 0;
@@ -80,8 +106,17 @@ public:
     // The per-record path. Records are decoded and judged against the watermark at once, then
     // run through the engines in batches (drain(), also called by take_snapshot()).
     void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
-                 const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now);
+                 const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now,
+                 const kafka::KafkaHeader* headers = nullptr, std::size_t header_count = 0);
     void drain();
+
+    // With columns: a record whose key, event time or aggregated values the fast lane left to
+    // PostgreSQL blocks the path. It and every record after it wait (in order, not counted,
+    // their offsets not committed) until the main thread converted it and called resume().
+    bool blocked() const { return blocked_; }
+    // The waiting record as one raw row of the row type.
+    const kafka::RawRows& blocked_row() const { return rows_; }
+    void resume(const SlowRecord& record);
 
     // Wall clock tick: idle partitions may release the watermark.
     void tick(core::Millis now);
@@ -89,7 +124,7 @@ public:
     // The consumer reached the end of a partition at `offset`: nothing before it is left to
     // read (gaps from compaction or transaction markers included). Returns true if the
     // committed position moves.
-    bool note_end_of_partition(std::int32_t partition, std::int64_t offset);
+    bool note_end_of_partition(std::int32_t partition, std::int64_t offset);  // false if blocked
 
     // Offsets [from, to) of a partition can no longer be read (the topic's retention deleted
     // them before the source read them): the position moves to `to`, and the next commit
@@ -130,6 +165,20 @@ public:
     }
 
 private:
+    enum class Verdict { Staged, Dead, Ask };
+    void count(std::int32_t partition, std::int64_t offset) {
+        ++records_since_commit_;
+        next_offsets_[partition] = offset + 1;
+    }
+    void process_row(std::int32_t partition, std::int64_t offset, const char* payload,
+                     std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
+                     core::Millis now, const kafka::KafkaHeader* headers, std::size_t header_count);
+    Verdict fast_record(kafka::Decoded& d, core::Millis now, std::string& reason,
+                        std::string& detail);
+    Verdict check_record(const kafka::Decoded& d, core::Millis now, std::string& reason,
+                         std::string& detail) const;
+    void stage(std::int32_t partition, core::Millis now);
+
     struct Aggregation {
         std::string name;
         std::unique_ptr<core::WindowedAggregation> engine;
@@ -145,6 +194,25 @@ private:
     };
     std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
     std::size_t staged_ = 0;
+    // With columns.
+    std::optional<RowPlan> plan_;
+    std::size_t max_key_bytes_ = 0;
+    core::Millis future_limit_ = core::kNoTime;
+    std::unique_ptr<kafka::JsonRowExtractor> extractor_;
+    kafka::RawRows rows_;          // the record being read (one row)
+    std::vector<int> value_cols_;  // columns an aggregate reads
+    bool blocked_ = false;
+    struct Waiting {
+        std::int32_t partition = 0;
+        std::int64_t offset = 0;
+        std::string payload;
+        bool has_key = false;
+        std::string key;
+        core::Millis kafka_ts = core::kNoTime, now = 0;
+        std::vector<std::pair<std::string, std::optional<std::string>>> headers;
+    };
+    Waiting blocked_record_;       // partition, offset, payload and clock of the blocked record
+    std::deque<Waiting> waiting_;  // records consumed after it
     core::Watermark watermark_;
     std::map<std::int32_t, std::int64_t> next_offsets_;
     std::map<std::int32_t, std::int64_t> skipped_;

@@ -1,0 +1,184 @@
+// The record path with a row type (SPEC 11): a record is extracted into a raw row, its key,
+// event time and aggregated values taken through the fast lane; a value the lane leaves to
+// PostgreSQL blocks the path until the main thread has converted it (resume()), so every
+// record still goes through in order. Pure C++ like record_path.cpp (see the Makefile).
+#include "stoatflow/pg/record_path.hpp"
+
+#include <string>
+
+#include "stoatflow/pg/text.hpp"
+
+namespace stoatflow::pg {
+
+namespace {
+
+std::string column_is_null(const std::string& name) { return "column \"" + name + "\" is null"; }
+
+}  // namespace
+
+void RecordPath::process_row(std::int32_t partition, std::int64_t offset, const char* payload,
+                             std::size_t len, const char* key, std::size_t key_len,
+                             core::Millis kafka_ts, core::Millis now,
+                             const kafka::KafkaHeader* headers, std::size_t header_count) {
+    rows_.clear();
+    const std::size_t r = rows_.add_row();
+    kafka::DecodeError e = extractor_->extract(payload, len, rows_, r);
+    std::string reason, detail = extractor_->detail();
+    if (e == kafka::DecodeError::None) {
+        kafka::RecordMeta meta;
+        meta.topic = plan_->topic;
+        meta.partition = partition;
+        meta.offset = offset;
+        meta.key = key;
+        meta.key_len = key_len;
+        meta.timestamp_ms = kafka_ts;
+        meta.headers = headers;
+        meta.header_count = header_count;
+        if (!kafka::fill_metadata(rows_, r, plan_->paths.size(), meta, detail))
+            e = kafka::DecodeError::InvalidText;
+    }
+    if (e != kafka::DecodeError::None) {
+        count(partition, offset);
+        dead_.push_back({partition, offset, kafka::to_string(e), detail,
+                         storable_text(payload, len, kDeadLetterPayloadBytes)});
+        return;
+    }
+    if (staged_ == staged_records_.size()) drain();
+    switch (fast_record(staged_records_[staged_].record, now, reason, detail)) {
+    case Verdict::Ask:
+        blocked_ = true;
+        blocked_record_.partition = partition;
+        blocked_record_.offset = offset;
+        blocked_record_.payload.assign(payload, len);
+        blocked_record_.now = now;
+        return;
+    case Verdict::Dead:
+        count(partition, offset);
+        dead_.push_back({partition, offset, reason, detail,
+                         storable_text(payload, len, kDeadLetterPayloadBytes)});
+        return;
+    case Verdict::Staged: count(partition, offset); stage(partition, now);
+    }
+}
+
+RecordPath::Verdict RecordPath::fast_record(kafka::Decoded& d, core::Millis now,
+                                            std::string& reason, std::string& detail) {
+    using Kind = kafka::FastValue::Kind;
+    auto fast = [&](int col) { return kafka::fast_convert(plan_->fast[col], rows_.get(0, col)); };
+    // Every declared column must convert, read or not (a value that does not is a dead letter,
+    // before any other reason, as on PostgreSQL's way): what the lane cannot vouch for, PostgreSQL
+    // checks.
+    for (std::size_t c = 0; c < plan_->paths.size(); ++c)
+        if (!kafka::fast_valid(plan_->fast[c], rows_.get(0, c))) return Verdict::Ask;
+    const kafka::FastValue k = fast(plan_->key_col);
+    switch (k.kind) {
+    case Kind::Null:
+        reason = "missing_key";
+        detail = column_is_null(plan_->names[plan_->key_col]);
+        return Verdict::Dead;
+    case Kind::Text: d.key.assign(k.text.data(), k.text.size()); break;
+    case Kind::Int: d.key = std::to_string(k.i); break;
+    case Kind::Big: d.key = core::int128_to_string(k.big); break;
+    default: return Verdict::Ask;  // other types' text output is PostgreSQL's
+    }
+    const kafka::FastValue t = fast(plan_->time_col);
+    switch (t.kind) {
+    case Kind::Null:
+        reason = "missing_time";
+        detail = column_is_null(plan_->names[plan_->time_col]);
+        return Verdict::Dead;
+    case Kind::Micros: d.time = core::floor_div(t.i, 1000); break;
+    case Kind::Int: d.time = t.i; break;  // bigint/integer epoch milliseconds
+    default: return Verdict::Ask;
+    }
+    d.values.assign(plan_->names.size(), core::Value::missing());
+    for (int c : value_cols_) {
+        const kafka::FastValue v = fast(c);
+        switch (v.kind) {
+        case Kind::Null: break;
+        case Kind::Int: d.values[c] = core::Value::of_int(v.i); break;
+        case Kind::Big: d.values[c] = core::Value::of_big(v.big); break;
+        case Kind::Double: d.values[c] = core::Value::of_double(v.d); break;
+        default: return Verdict::Ask;
+        }
+    }
+    return check_record(d, now, reason, detail);
+}
+
+// The rules a decoded record meets whichever lane converted it (as 0.1's decoder).
+RecordPath::Verdict RecordPath::check_record(const kafka::Decoded& d, core::Millis now,
+                                             std::string& reason, std::string& detail) const {
+    if (max_key_bytes_ != 0 && d.key.size() > max_key_bytes_) {
+        reason = "key_too_long";
+        detail = "the key is " + std::to_string(d.key.size()) +
+                 " bytes, longer than max_key_bytes " + std::to_string(max_key_bytes_);
+        return Verdict::Dead;
+    }
+    if (d.time < core::kMinEventTime || d.time > core::kMaxEventTime) {
+        reason = "time_out_of_range";
+        detail = "column \"" + plan_->names[plan_->time_col] + "\" = " + std::to_string(d.time) +
+                 " ms is outside the event time range 0001-01-01 .. 9999-12-31 (UTC)";
+        return Verdict::Dead;
+    }
+    if (future_limit_ != core::kNoTime && now != core::kNoTime &&
+        static_cast<__int128>(d.time) - now > future_limit_) {
+        reason = "time_in_future";
+        detail = "event time " + std::to_string(d.time) + " ms is more than future_limit " +
+                 std::to_string(future_limit_) + " ms ahead of the server clock (" +
+                 std::to_string(now) + " ms)";
+        return Verdict::Dead;
+    }
+    return Verdict::Staged;
+}
+
+void RecordPath::stage(std::int32_t partition, core::Millis now) {
+    Staged& st = staged_records_[staged_];
+    st.watermark = watermark_.observe(partition, st.record.time, now);
+    if (st.watermark != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+    ++staged_;
+}
+
+void RecordPath::resume(const SlowRecord& rec) {
+    if (!blocked_) return;
+    blocked_ = false;
+    const Waiting& b = blocked_record_;
+    count(b.partition, b.offset);
+    std::string reason = rec.reason, detail = rec.detail;
+    if (reason.empty()) {
+        if (staged_ == staged_records_.size()) drain();
+        kafka::Decoded& d = staged_records_[staged_].record;
+        if (!rec.key) {
+            reason = "missing_key";
+            detail = column_is_null(plan_->names[plan_->key_col]);
+        } else if (!rec.time) {
+            reason = "missing_time";
+            detail = column_is_null(plan_->names[plan_->time_col]);
+        } else {
+            d.key = *rec.key;
+            d.time = *rec.time;
+            d.values = rec.values;
+            d.values.resize(plan_->names.size(), core::Value::missing());
+            if (check_record(d, b.now, reason, detail) == Verdict::Staged) {
+                stage(b.partition, b.now);
+                reason.clear();
+            }
+        }
+    }
+    if (!reason.empty())
+        dead_.push_back(
+            {b.partition, b.offset, reason, detail,
+             storable_text(b.payload.data(), b.payload.size(), kDeadLetterPayloadBytes)});
+    // The records that waited, in order, until one blocks again.
+    while (!blocked_ && !waiting_.empty()) {
+        Waiting w = std::move(waiting_.front());
+        waiting_.pop_front();
+        std::vector<kafka::KafkaHeader> hs;
+        for (const auto& [name, value] : w.headers)
+            hs.push_back({name, value ? value->data() : nullptr, value ? value->size() : 0});
+        process_row(w.partition, w.offset, w.payload.data(), w.payload.size(),
+                    w.has_key ? w.key.data() : nullptr, w.key.size(), w.kafka_ts, w.now, hs.data(),
+                    hs.size());
+    }
+}
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,147 @@
+// A source with columns in the worker: its row type, and the records the fast lane leaves to
+// PostgreSQL, converted on the main thread as the source's owner and handed back to the path.
+#include "stoatflow/core/error.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/commit_cycle.hpp"
+#include "stoatflow/pg/spi.hpp"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "datatype/timestamp.h"
+#include "utils/timestamp.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/numeric.h"
+}
+
+namespace stoatflow::pg {
+namespace {
+
+std::string output_text(const RowColumn& c, Datum v) {
+    const Oid typid = c.typid;
+    const char* s = pg_call([&] {
+        Oid out;
+        bool varlena;
+        getTypeOutputInfo(typid, &out, &varlena);
+        return OidOutputFunctionCall(out, v);
+    });
+    return s;
+}
+
+// An aggregated column's value for the engine: integers exact (numeric up to 38 digits),
+// everything else as double (as 0.1 sums JSON numbers); NaN and infinities cannot be summed.
+bool engine_value(const RowColumn& c, Datum v, core::Value& out, std::string& why) {
+    switch (c.base) {
+    case INT2OID: out = core::Value::of_int(DatumGetInt16(v)); return true;
+    case INT4OID: out = core::Value::of_int(DatumGetInt32(v)); return true;
+    case INT8OID: out = core::Value::of_int(DatumGetInt64(v)); return true;
+    case FLOAT4OID:
+    case FLOAT8OID: {
+        const double d = c.base == FLOAT4OID ? DatumGetFloat4(v) : DatumGetFloat8(v);
+        if (std::isnan(d) || std::isinf(d)) break;
+        out = core::Value::of_double(d);
+        return true;
+    }
+    case NUMERICOID: {
+        const std::string t = output_text(c, v);
+        if (t == "NaN" || t == "Infinity" || t == "-Infinity") break;
+        const bool integer = t.find('.') == std::string::npos;
+        const std::size_t digits = t.size() - (t[0] == '-' ? 1 : 0);
+        if (integer && digits <= static_cast<std::size_t>(core::kMaxExactIntegerDigits)) {
+            __int128 x = 0;
+            for (std::size_t i = t[0] == '-' ? 1 : 0; i < t.size(); ++i) x = x * 10 + (t[i] - '0');
+            out = core::Value::of_big(t[0] == '-' ? -x : x);
+            return true;
+        }
+        const double d = std::strtod(t.c_str(), nullptr);
+        if (std::isinf(d)) break;
+        out = core::Value::of_double(d);
+        return true;
+    }
+    default: why = "column \"" + c.name + "\" (" + c.type_name + ") is not a number"; return false;
+    }
+    why = "column \"" + c.name + "\" (" + c.type_name + ") = " + output_text(c, v) +
+          ": NaN and infinities are not aggregated";
+    return false;
+}
+
+}  // namespace
+
+CommitCycle::Row::~Row() {
+    if (cxt != nullptr) MemoryContextDelete(cxt);
+}
+
+std::unique_ptr<CommitCycle::Row> CommitCycle::make_row(const SourceDef& source) {
+    if (!source.has_columns) return nullptr;
+    auto row = std::make_unique<Row>();
+    row->cxt = pg_call([] {
+        return AllocSetContextCreate(TopMemoryContext, "stoatflow row type", ALLOCSET_SMALL_SIZES);
+    });
+    row->rt.emplace(source.columns, row->cxt);
+    return row;
+}
+
+CommitCycle::~CommitCycle() = default;
+
+void CommitCycle::resolve_blocked() {
+    if (!row_ || !path_.blocked()) return;
+    const RowType& rt = row_->type();
+    SlowRecord rec;
+    const std::string failure = try_in_subtransaction([&] {
+        run_as_owner(source_.owner, [&] {
+            std::vector<Datum> values;
+            std::vector<bool> nulls;
+            std::vector<std::string> bad;
+            rt.convert(path_.blocked_row(), values, nulls, bad);
+            if (!bad[0].empty()) {
+                rec.reason = "bad_value";
+                rec.detail = bad[0];
+                return;
+            }
+            const int k = rt.index_of(key_column_), t = rt.index_of(time_column_);
+            if (!nulls[k]) rec.key = output_text(rt.column(k), values[k]);
+            if (!nulls[t]) {
+                const RowColumn& c = rt.column(t);
+                const Datum v = values[t];
+                if (c.base == TIMESTAMPTZOID) {
+                    constexpr int64 shift =
+                        (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+                    const TimestampTz ts = DatumGetTimestampTz(v);
+                    if (TIMESTAMP_NOT_FINITE(ts)) {
+                        rec.reason = "time_out_of_range";
+                        rec.detail = "column \"" + c.name + "\" is " + output_text(c, v);
+                        return;
+                    }
+                    rec.time = core::floor_div(static_cast<core::Millis>(ts) + shift, 1000);
+                } else {
+                    rec.time = c.base == INT4OID ? DatumGetInt32(v) : DatumGetInt64(v);
+                }
+            }
+            rec.values.assign(rt.width(), core::Value::missing());
+            for (int c : value_columns_) {
+                if (nulls[c]) continue;
+                std::string why;
+                if (!engine_value(rt.column(c), values[c], rec.values[c], why)) {
+                    rec.reason = "value_out_of_range";
+                    rec.detail = why;
+                    return;
+                }
+            }
+        });
+    });
+    if (!failure.empty()) {
+        rec = SlowRecord{};
+        rec.reason = "bad_value";
+        rec.detail = failure;
+    }
+    path_.resume(rec);
+}
+
+}  // namespace stoatflow::pg

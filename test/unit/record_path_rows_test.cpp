@@ -1,0 +1,112 @@
+// The record path with a row type: the fast lane stages what it can; a record it leaves to
+// PostgreSQL blocks the path, the records behind it wait in order (not counted, offsets not
+// moved), and resume() lets them through; NULL keys and bad values are dead letters.
+#include "stoatflow/pg/record_path.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace stoatflow;
+using kafka::FastType;
+using pg::RecordPath;
+using pg::RecordPathConfig;
+using pg::SlowRecord;
+
+RecordPathConfig config() {
+    RecordPathConfig c;
+    pg::RowPlan plan;
+    plan.topic = "t";
+    plan.names = {"user",         "ts",
+                  "amount",       "kafka_key",
+                  "kafka_topic",  "kafka_partition",
+                  "kafka_offset", "kafka_timestamp",
+                  "kafka_headers"};
+    plan.paths = {{"user"}, {"ts"}, {"amount"}};
+    plan.fast = {FastType::Text, FastType::Timestamptz, FastType::Int8,
+                 FastType::Text, FastType::Text,        FastType::Int4,
+                 FastType::Int8, FastType::Timestamptz, FastType::Other};
+    plan.key_col = 0;
+    plan.time_col = 1;
+    c.row = plan;
+    RecordPathConfig::Aggregation a;
+    a.name = "per_minute";
+    a.spec = core::WindowSpec::tumbling(60'000, 0);
+    a.aggregates = {{core::AggFn::CountStar, "", "count"}, {core::AggFn::Sum, "amount", "sum"}};
+    a.retention = 3'600'000;
+    c.aggregations.push_back(a);
+    return c;
+}
+
+void feed(RecordPath& p, std::int64_t offset, const std::string& payload) {
+    p.process(0, offset, payload.data(), payload.size(), "k", 1, 1000, core::kNoTime);
+}
+
+}  // namespace
+
+TEST(RecordPathRows, BlocksInOrderAndResumes) {
+    RecordPath p(config());
+    feed(p, 0, R"({"user": "a", "ts": "2026-11-30T10:00:01Z", "amount": 5})");
+    EXPECT_FALSE(p.blocked());
+    feed(p, 1, R"({"user": "a", "ts": "2026-11-30 10:00:02", "amount": 1})");  // no offset
+    ASSERT_TRUE(p.blocked());
+    feed(p, 2, R"({"user": "b", "ts": "2026-11-30T10:00:03Z", "amount": 2})");
+    feed(p, 3, R"({"user": null, "ts": "2026-11-30T10:00:04Z"})");
+    feed(p, 4, R"({"user": "c", "ts": "2026-11-30T10:00:05Z", "amount": "x"})");
+    EXPECT_EQ(p.records_since_commit(), 1);
+    EXPECT_EQ(p.next_offsets().at(0), 1);
+    EXPECT_FALSE(p.note_end_of_partition(0, 5));  // the position waits with the records
+    // The blocked record's raw row is what the main thread converts.
+    EXPECT_EQ(std::string(p.blocked_row().get(0, 1).text), "2026-11-30 10:00:02");
+    EXPECT_EQ(std::string(p.blocked_row().get(0, 3).text), "k");
+
+    SlowRecord rec;
+    rec.key = "a";
+    rec.time = 1796032802000;
+    rec.values.assign(9, core::Value::missing());
+    rec.values[2] = core::Value::of_int(1);
+    p.resume(rec);
+    // Records 2 and 3 went through; 4's "x" into bigint blocks again.
+    ASSERT_TRUE(p.blocked());
+    EXPECT_EQ(p.records_since_commit(), 4);
+    SlowRecord bad;
+    bad.reason = "bad_value";
+    bad.detail = "column \"amount\" (bigint): invalid input syntax for type bigint: \"x\"";
+    p.resume(bad);
+    EXPECT_FALSE(p.blocked());
+    EXPECT_EQ(p.records_since_commit(), 5);
+    EXPECT_EQ(p.next_offsets().at(0), 5);
+
+    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    ASSERT_EQ(snap.dead.size(), 2u);
+    EXPECT_EQ(snap.dead[0].offset, 3);
+    EXPECT_EQ(snap.dead[0].reason, "missing_key");
+    EXPECT_EQ(snap.dead[0].detail, "column \"user\" is null");
+    EXPECT_EQ(snap.dead[1].offset, 4);
+    EXPECT_EQ(snap.dead[1].reason, "bad_value");
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 3);
+}
+
+TEST(RecordPathRows, MetadataAndInvalidRecords) {
+    RecordPathConfig c = config();
+    c.row->key_col = 3;  // kafka_key
+    RecordPath p(c);
+    feed(p, 0, R"({"ts": 1796032800000, "amount": 7})");
+    feed(p, 1, "not json");
+    const std::string bad_key = "\xff";
+    const std::string payload = R"({"ts": 1796032800000})";
+    p.process(0, 2, payload.data(), payload.size(), bad_key.data(), 1, 1000, core::kNoTime);
+    p.process(0, 3, payload.data(), payload.size(), nullptr, 0, 1000, core::kNoTime);
+    EXPECT_FALSE(p.blocked());
+    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    ASSERT_EQ(snap.dead.size(), 3u);
+    EXPECT_EQ(snap.dead[0].reason, "invalid_json");
+    EXPECT_EQ(snap.dead[1].reason, "invalid_text");
+    EXPECT_EQ(snap.dead[2].reason, "missing_key");
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 1);
+    ASSERT_EQ(snap.aggs[0].out.upserts.size(), 1u);
+    EXPECT_EQ(snap.aggs[0].out.upserts[0].key, "k");
+}
