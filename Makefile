@@ -11,7 +11,8 @@ DATA = $(sort $(wildcard sql/stoatflow--*.sql) sql/stoatflow--$(EXTVERSION).sql)
 PG_SRCS = $(wildcard src/pg/*.cpp)
 CORE_SRCS = $(wildcard src/core/*.cpp)
 # The Kafka layer linked into the extension (the mock broker is a program of its own).
-KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp
+KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp \
+	src/kafka/topics.cpp
 OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o) $(KAFKA_SRCS:.cpp=.o)
 
 PG_CONFIG ?= pg_config

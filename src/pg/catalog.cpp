@@ -53,7 +53,7 @@ const char* kSourceColumns =
     "start_offset, "
     "(SELECT pg_catalog.array_agg(k ORDER BY k) FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), "
     "(SELECT pg_catalog.array_agg(v OPERATOR(pg_catalog.#>>) '{}' ORDER BY k) "
-    "FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), future_limit_ms "
+    "FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), future_limit_ms, topics "
     "FROM stoatflow.source ";
 
 SourceDef source_from_row(std::uint64_t r) {
@@ -79,6 +79,10 @@ SourceDef source_from_row(std::uint64_t r) {
     }
     if (const auto limit = spi_int64(r, 13)) s.future_limit = *limit;
     s.max_key_bytes = static_cast<std::size_t>(max_key_bytes);
+    bool null_topics;
+    const Datum topics = spi_datum(r, 14, &null_topics);
+    if (!null_topics) s.topics = text_array_to_vector(topics);
+    if (s.topics.empty()) s.topics.push_back(s.topic);
     return s;
 }
 
@@ -110,6 +114,12 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     return a;
 }
 }  // namespace
+
+std::int32_t topic_index(const SourceDef& source, const std::string& topic) {
+    for (std::size_t i = 0; i < source.topics.size(); ++i)
+        if (source.topics[i] == topic) return static_cast<std::int32_t>(i);
+    return -1;
+}
 
 SourceDef load_source(const std::string& name) {
     if (spi_exec(std::string(kSourceColumns) + "WHERE source_name OPERATOR(pg_catalog.=) $1",
