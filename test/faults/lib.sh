@@ -479,6 +479,7 @@ start_stream() { # start_stream SEED
     pg_start
     produce_chunk 0
     setup_pipeline
+    log "source $SOURCE reads topic(s) $(sql "SELECT topic FROM stoatflow.source WHERE source_name = '$SOURCE'") ($(broker_topics))"
     wait_worker ""
 }
 
