@@ -12,7 +12,8 @@ PG_SRCS = $(wildcard src/pg/*.cpp)
 CORE_SRCS = $(wildcard src/core/*.cpp)
 # The Kafka layer linked into the extension (the mock broker is a program of its own).
 KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp \
-	src/kafka/row_extractor.cpp src/kafka/raw_row.cpp src/kafka/fast_convert.cpp
+	src/kafka/row_extractor.cpp src/kafka/raw_row.cpp src/kafka/fast_convert.cpp \
+	src/kafka/topics.cpp
 OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o) $(KAFKA_SRCS:.cpp=.o)
 
 PG_CONFIG ?= pg_config

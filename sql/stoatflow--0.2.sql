@@ -837,6 +837,28 @@ ALTER TABLE stoatflow.aggregation_progress ADD COLUMN sink_owed bigint NOT NULL 
 -- past them.
 ALTER TABLE stoatflow.partition_offset ADD COLUMN offsets_skipped bigint NOT NULL DEFAULT 0;
 
+-- Several topics per source (SPEC 11): `topics` holds the names in the order declared (the
+-- worker numbers them by that order, so it never changes), `topic` the list as shown (the names
+-- joined by ', ', which for one topic is the name as in 0.1). Offsets, partition status and dead
+-- letters name their topic; rows written by 0.1 belong to the source's one topic.
+ALTER TABLE stoatflow.source ADD COLUMN topics text[];
+UPDATE stoatflow.source SET topics = ARRAY[topic];
+ALTER TABLE stoatflow.source ALTER COLUMN topics SET NOT NULL;
+ALTER TABLE stoatflow.partition_offset ADD COLUMN topic text;
+UPDATE stoatflow.partition_offset po SET topic = s.topic
+  FROM stoatflow.source s WHERE s.source_id = po.source_id;
+ALTER TABLE stoatflow.partition_offset ALTER COLUMN topic SET NOT NULL,
+    DROP CONSTRAINT partition_offset_pkey, ADD PRIMARY KEY (source_id, topic, partition);
+ALTER TABLE stoatflow.partition_status ADD COLUMN topic text;
+UPDATE stoatflow.partition_status ps SET topic = s.topic
+  FROM stoatflow.source s WHERE s.source_id = ps.source_id;
+ALTER TABLE stoatflow.partition_status ALTER COLUMN topic SET NOT NULL,
+    DROP CONSTRAINT partition_status_pkey, ADD PRIMARY KEY (source_id, topic, partition);
+-- NULL only for a dead letter of a source dropped before the upgrade.
+ALTER TABLE stoatflow.dead_letters ADD COLUMN topic text;
+UPDATE stoatflow.dead_letters d SET topic = s.topic
+  FROM stoatflow.source s WHERE s.source_name = d.source_name;
+
 ------------------------------------------------------------------------------------------
 -- Helpers. Internal functions (names starting with "_") are not executable by PUBLIC; the
 -- functions that need the extension owner's rights are SECURITY DEFINER with a pinned
@@ -864,6 +886,11 @@ AS 'MODULE_PATHNAME', 'stoatflow__check_field_path';
 CREATE FUNCTION stoatflow._check_names(window_kind text, emit text)
 RETURNS void LANGUAGE C IMMUTABLE
 AS 'MODULE_PATHNAME', 'stoatflow__check_names';
+
+-- create_source's topic list, split and checked by the one rule (kafka::parse_topic_list).
+CREATE FUNCTION stoatflow._parse_topics(topic text)
+RETURNS text[] LANGUAGE C IMMUTABLE
+AS 'MODULE_PATHNAME', 'stoatflow__parse_topics';
 
 -- The schemas of the caller's search_path (for create_aggregation, which pins its own).
 CREATE FUNCTION stoatflow._caller_search_path()
@@ -963,6 +990,7 @@ DECLARE
     idle_ms  bigint := stoatflow._interval_ms(idle_timeout, 'idle_timeout');
     fut_ms   bigint := stoatflow._interval_ms(future_limit, 'future_limit');
     cols     jsonb;
+    topic_names text[];
 BEGIN
     PERFORM stoatflow._check_name('source', source_name);
     IF EXISTS (SELECT 1 FROM stoatflow.source s WHERE s.source_name = create_source.source_name) THEN
@@ -970,11 +998,8 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Choose another name, or drop it first with stoatflow.drop_source().';
     END IF;
-    IF topic IS NULL OR topic !~ '^[A-Za-z0-9._-]{1,249}$' THEN
-        RAISE EXCEPTION 'invalid Kafka topic name "%"', topic
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Kafka topic names use letters, digits, ".", "_" and "-" (at most 249).';
-    END IF;
+    -- 'web_activity, purchases': one source, one watermark over all their partitions
+    topic_names := stoatflow._parse_topics(topic);
     IF format IS DISTINCT FROM 'json' THEN
         RAISE EXCEPTION 'unknown format "%"', format
             USING ERRCODE = 'invalid_parameter_value',
@@ -1037,10 +1062,10 @@ BEGIN
     PERFORM stoatflow._wake_launcher();
     INSERT INTO stoatflow.source (source_name, topic, brokers, format, key_path, event_time_path,
         max_out_of_orderness_ms, idle_timeout_ms, start_offset, kafka_options, created_by,
-        future_limit_ms, kafka_options_masked, columns, format_options)
-    VALUES (source_name, topic, brokers, format, key, event_time, ooo_ms, idle_ms, start_offset,
-        kafka_options, caller, fut_ms, stoatflow._mask_options(kafka_options), cols,
-        format_options);
+        future_limit_ms, kafka_options_masked, columns, format_options, topics)
+    VALUES (source_name, array_to_string(topic_names, ', '), brokers, format, key, event_time,
+        ooo_ms, idle_ms, start_offset, kafka_options, caller, fut_ms,
+        stoatflow._mask_options(kafka_options), cols, format_options, topic_names);
 END $$;
 
 -- Dropping a source is for superusers and the role that created it; with cascade, the caller
@@ -1331,7 +1356,14 @@ ALTER FUNCTION stoatflow.wait_caught_up(text, interval) SET search_path = pg_cat
 ALTER FUNCTION stoatflow.window_state(text, anyelement) SET search_path = pg_catalog, pg_temp;
 
 -- process_records: callable by those it is granted to (superusers by default), through the
--- internal _process_messages, which PUBLIC cannot execute.
+-- internal _process_messages, which PUBLIC cannot execute. A record's optional "topic" names
+-- one of the source's topics (default: its first).
+DROP FUNCTION stoatflow._process_messages(text, integer[], text[], bigint[], text[]);
+CREATE FUNCTION stoatflow._process_messages(source text, topics text[], partitions integer[],
+    keys text[], timestamps bigint[], payloads text[],
+    OUT processed bigint, OUT dead_letters bigint, OUT watermark timestamptz)
+RETURNS record LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__process_messages';
 CREATE OR REPLACE FUNCTION stoatflow.process_records(source text, records jsonb,
     OUT processed bigint, OUT dead_letters bigint, OUT watermark timestamptz)
 RETURNS record LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -1350,6 +1382,7 @@ BEGIN
     END IF;
     SELECT m.processed, m.dead_letters, m.watermark INTO processed, dead_letters, watermark
       FROM stoatflow._process_messages(source,
+        ARRAY(SELECT r->>'topic' FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i),
         ARRAY(SELECT coalesce((r->>'partition')::integer, 0) FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i),
         ARRAY(SELECT r->>'key' FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i),
         ARRAY(SELECT (r->>'timestamp')::bigint FROM jsonb_array_elements(records) WITH ORDINALITY e(r, i) ORDER BY i),
@@ -1363,8 +1396,10 @@ END $$;
 ------------------------------------------------------------------------------------------
 
 DROP VIEW stoatflow.sources;
+-- topic: the partition's topic (a source without committed partitions yet: its topic list);
+-- topics: every topic of the source.
 CREATE VIEW stoatflow.sources AS
-SELECT s.source_name, s.topic, s.brokers,
+SELECT s.source_name, coalesce(po.topic, s.topic) AS topic, s.brokers,
        coalesce(st.status, 'stopped') AS status, st.last_error,
        po.partition, po.next_offset AS committed_offset,
        ps.high_watermark,
@@ -1374,12 +1409,14 @@ SELECT s.source_name, s.topic, s.brokers,
        timestamptz 'epoch' + pr.watermark_ms * interval '1 millisecond' AS watermark,
        pr.committed_at AS last_commit_at,
        s.kafka_options_masked AS kafka_options,
-       po.offsets_skipped
+       po.offsets_skipped,
+       s.topics
   FROM stoatflow.source s
   LEFT JOIN stoatflow.source_status st ON st.source_id = s.source_id
   LEFT JOIN stoatflow.source_progress pr ON pr.source_id = s.source_id
   LEFT JOIN stoatflow.partition_offset po ON po.source_id = s.source_id
-  LEFT JOIN stoatflow.partition_status ps ON ps.source_id = s.source_id AND ps.partition = po.partition;
+  LEFT JOIN stoatflow.partition_status ps ON ps.source_id = s.source_id AND ps.topic = po.topic
+        AND ps.partition = po.partition;
 
 DROP VIEW stoatflow.stats;
 CREATE VIEW stoatflow.stats AS
@@ -1432,6 +1469,8 @@ REVOKE ALL ON FUNCTION stoatflow._caller_search_path() FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._sink_columns(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_field_path(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_names(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._parse_topics(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._process_messages(text, text[], integer[], text[], bigint[], text[]) FROM PUBLIC;
 
 ------------------------------------------------------------------------------------------
 -- TESTING TOOLS ONLY (superusers): the row type's conversion lanes from SQL (sql/row_type.sql).

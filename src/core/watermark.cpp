@@ -12,7 +12,7 @@ namespace stoatflow::core {
 Watermark::Watermark(Millis max_out_of_orderness, Millis idle_timeout)
     : max_ooo_(max_out_of_orderness), idle_timeout_(idle_timeout) {}
 
-void Watermark::assign(std::int32_t partition, bool holds_data) {
+void Watermark::assign(PartitionId partition, bool holds_data) {
     Partition& p = parts_[partition];
     // A restored partition already has its max; only a fresh one can be waiting.
     p.holds_data = holds_data && p.max == kNoTime;
@@ -24,12 +24,12 @@ void Watermark::assign(std::int32_t partition, bool holds_data) {
     // recomputes with every partition in place.
 }
 
-void Watermark::revoke(std::int32_t partition) {
+void Watermark::revoke(PartitionId partition) {
     parts_.erase(partition);
     recompute();
 }
 
-Millis Watermark::observe(std::int32_t partition, Millis t, Millis now) {
+Millis Watermark::observe(PartitionId partition, Millis t, Millis now) {
     Partition& p = parts_[partition];
     p.max = std::max(p.max, t);
     p.holds_data = false;
@@ -40,7 +40,7 @@ Millis Watermark::observe(std::int32_t partition, Millis t, Millis now) {
     return w_;
 }
 
-void Watermark::data_pending(std::int32_t partition) {
+void Watermark::data_pending(PartitionId partition) {
     Partition& p = parts_[partition];
     if (p.max == kNoTime && !p.holds_data) {
         p.holds_data = true;
@@ -48,7 +48,7 @@ void Watermark::data_pending(std::int32_t partition) {
     }
 }
 
-void Watermark::caught_up(std::int32_t partition, Millis now) {
+void Watermark::caught_up(PartitionId partition, Millis now) {
     Partition& p = parts_[partition];
     p.caught_up = true;
     if (p.max == kNoTime) {
@@ -92,16 +92,18 @@ void Watermark::recompute() {
     if (w_ == kNoTime || candidate > w_) w_ = candidate;
 }
 
-Millis Watermark::partition_max(std::int32_t partition) const {
+Millis Watermark::partition_max(PartitionId partition) const {
     auto it = parts_.find(partition);
     return it == parts_.end() ? kNoTime : it->second.max;
 }
 
-bool Watermark::is_idle(std::int32_t partition) const {
+bool Watermark::is_idle(PartitionId partition) const {
     auto it = parts_.find(partition);
     return it != parts_.end() && it->second.idle;
 }
 
+// "w1 W id:max ...": a partition of the first topic has id = its number, so a one-topic state
+// reads as it did in 0.1.
 std::string Watermark::serialize() const {
     std::ostringstream os;
     os << "w1 " << w_;
@@ -116,7 +118,7 @@ void Watermark::restore(const std::string& blob) {
     Millis w = kNoTime;
     if (!(is >> tag >> w) || tag != "w1")
         throw Error(sqlstate::kDataCorrupted, "stored watermark is malformed: \"" + blob + "\"");
-    std::map<std::int32_t, Partition> parts;
+    std::map<PartitionId, Partition> parts;
     std::string item;
     while (is >> item) {
         const auto colon = item.find(':');
@@ -124,7 +126,7 @@ void Watermark::restore(const std::string& blob) {
             throw Error(sqlstate::kDataCorrupted,
                         "stored watermark is malformed: \"" + blob + "\"");
         try {
-            parts[std::stoi(item.substr(0, colon))].max = std::stoll(item.substr(colon + 1));
+            parts[std::stoll(item.substr(0, colon))].max = std::stoll(item.substr(colon + 1));
         } catch (const std::logic_error&) {
             throw Error(sqlstate::kDataCorrupted,
                         "stored watermark is malformed: \"" + blob + "\"");

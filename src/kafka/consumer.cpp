@@ -1,10 +1,11 @@
-// librdkafka consumer for one topic with explicit assignment and batch polls.
+// librdkafka consumer for a source's topics with explicit assignment and batch polls.
 #include "stoatflow/kafka/consumer.hpp"
 #include "stoatflow/kafka/options.hpp"
 
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 
 namespace stoatflow::kafka {
@@ -115,11 +116,31 @@ std::pair<std::int64_t, std::int64_t> Consumer::watermarks(const std::string& to
     return {lo, hi};
 }
 
-void Consumer::assign(const std::string& topic, const std::vector<PartitionStart>& starts) {
+std::int32_t Consumer::topic_index(const char* name) {
+    if (name == nullptr) return -1;
+    const auto n = static_cast<std::int32_t>(topics_.size());
+    if (last_topic_ < n && topics_[static_cast<std::size_t>(last_topic_)] == name)
+        return last_topic_;
+    for (std::int32_t i = 0; i < n; ++i)
+        if (topics_[static_cast<std::size_t>(i)] == name) return last_topic_ = i;
+    return -1;
+}
+
+const std::string& Consumer::topic_name(core::TopicPartition tp) const {
+    if (tp.topic < 0 || static_cast<std::size_t>(tp.topic) >= topics_.size())
+        throw Error(sqlstate::kInternalError,
+                    "topic index " + std::to_string(tp.topic) + " is not assigned");
+    return topics_[static_cast<std::size_t>(tp.topic)];
+}
+
+void Consumer::assign(const std::vector<std::string>& topics,
+                      const std::vector<PartitionStart>& starts) {
+    topics_ = topics;
+    last_topic_ = 0;
     rd_kafka_topic_partition_list_t* list =
         rd_kafka_topic_partition_list_new(static_cast<int>(starts.size()));
     for (const auto& s : starts)
-        rd_kafka_topic_partition_list_add(list, topic.c_str(), s.partition)->offset =
+        rd_kafka_topic_partition_list_add(list, topic_name(s.tp).c_str(), s.tp.partition)->offset =
             s.offset == kOffsetBeginning ? RD_KAFKA_OFFSET_BEGINNING
             : s.offset == kOffsetEnd     ? RD_KAFKA_OFFSET_END
                                          : s.offset;
@@ -129,9 +150,9 @@ void Consumer::assign(const std::string& topic, const std::vector<PartitionStart
         fail(std::string("cannot assign partitions: ") + rd_kafka_err2str(e));
 }
 
-std::int64_t Consumer::cached_high(const std::string& topic, std::int32_t partition) {
+std::int64_t Consumer::cached_high(core::TopicPartition tp) {
     int64_t lo = -1, hi = -1;
-    if (rd_kafka_get_watermark_offsets(rk_, topic.c_str(), partition, &lo, &hi) !=
+    if (rd_kafka_get_watermark_offsets(rk_, topic_name(tp).c_str(), tp.partition, &lo, &hi) !=
         RD_KAFKA_RESP_ERR_NO_ERROR)
         return -1;
     return hi;
@@ -139,7 +160,7 @@ std::int64_t Consumer::cached_high(const std::string& topic, std::int32_t partit
 
 std::size_t Consumer::poll(std::size_t max, int timeout_ms,
                            const std::function<void(const Message&)>& on_message,
-                           const std::function<void(std::int32_t, std::int64_t)>& on_eof) {
+                           const std::function<void(core::TopicPartition, std::int64_t)>& on_eof) {
     std::vector<rd_kafka_message_t*> batch(max);
     const ssize_t n = rd_kafka_consume_batch_queue(queue_, timeout_ms, batch.data(), max);
     if (n < 0) {
@@ -157,15 +178,28 @@ std::size_t Consumer::poll(std::size_t max, int timeout_ms,
     } release{batch, n};
     for (ssize_t i = 0; i < n; ++i) {
         rd_kafka_message_t* m = batch[i];
+        // Every message of a partition names its topic; one of no assigned topic (none is
+        // expected) is an error, not a record of some other topic.
+        const std::int32_t topic = m->rkt ? topic_index(rd_kafka_topic_name(m->rkt)) : -1;
+        if (topic < 0 && m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            note_error(std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_message_errstr(m));
+            continue;
+        }
+        if (topic < 0) {
+            note_error("a message of a topic not assigned to this consumer: " +
+                       std::string(m->rkt ? rd_kafka_topic_name(m->rkt) : "(none)"));
+            continue;
+        }
+        const core::TopicPartition tp{topic, m->partition};
         if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-            on_eof(m->partition, m->offset);
+            on_eof(tp, m->offset);
             continue;
         }
         if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
             if (m->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET ||
                 m->err == RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE) {
                 std::lock_guard<std::mutex> lock(mu_);
-                out_of_range_.push_back(m->partition);
+                out_of_range_.push_back(tp);
                 continue;
             }
             note_error(std::string(rd_kafka_err2name(m->err)) + ": " + rd_kafka_message_errstr(m));
@@ -184,22 +218,24 @@ std::size_t Consumer::poll(std::size_t max, int timeout_ms,
                  ++h)
                 headers_.push_back({name, static_cast<const char*>(value), value ? size : 0});
         }
-        on_message(Message{m->partition, m->offset, static_cast<const char*>(m->payload), m->len,
-                           static_cast<const char*>(m->key), m->key ? m->key_len : 0,
+        on_message(Message{topic, m->partition, m->offset, static_cast<const char*>(m->payload),
+                           m->len, static_cast<const char*>(m->key), m->key ? m->key_len : 0,
                            ts < 0 ? core::kNoTime : ts, headers_.data(), headers_.size()});
         ++delivered;
     }
     return delivered;
 }
 
-std::vector<std::int32_t> Consumer::take_out_of_range() {
+std::vector<core::TopicPartition> Consumer::take_out_of_range() {
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::int32_t> v;
+    std::vector<core::TopicPartition> v;
     v.swap(out_of_range_);
     return v;
 }
 
-void Consumer::restart(const std::string& topic, std::int32_t partition, std::int64_t offset) {
+void Consumer::restart(core::TopicPartition tp, std::int64_t offset) {
+    const std::string& topic = topic_name(tp);
+    const std::int32_t partition = tp.partition;
     // A partition stopped by an offset error cannot be seeked (librdkafka: erroneous state);
     // taken out of the assignment and put back at the offset, it fetches again. Only this
     // partition: the others keep what they prefetched.
@@ -222,21 +258,20 @@ void Consumer::restart(const std::string& topic, std::int32_t partition, std::in
     }
 }
 
-void Consumer::commit_offsets(const std::string& topic,
-                              const std::map<std::int32_t, std::int64_t>& next) {
+void Consumer::commit_offsets(const std::map<core::TopicPartition, std::int64_t>& next) {
     if (next.empty()) return;
     rd_kafka_topic_partition_list_t* list =
         rd_kafka_topic_partition_list_new(static_cast<int>(next.size()));
-    for (const auto& [p, o] : next)
-        rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = o;
+    for (const auto& [tp, o] : next)
+        rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition)->offset = o;
     rd_kafka_commit(rk_, list, 1 /* async */);
     rd_kafka_topic_partition_list_destroy(list);
 }
 
-std::map<std::int32_t, std::int64_t>
+std::map<core::TopicPartition, std::int64_t>
 high_watermarks(const std::string& brokers,
                 const std::vector<std::pair<std::string, std::string>>& options,
-                const std::string& topic, int timeout_ms) {
+                const std::vector<std::string>& topics, int timeout_ms) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     auto left = [&] {
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -245,9 +280,10 @@ high_watermarks(const std::string& brokers,
         return static_cast<int>(ms < 1 ? 1 : ms);
     };
     Consumer c(brokers, options, "stoatflow-wait");
-    std::map<std::int32_t, std::int64_t> out;
-    for (std::int32_t p : c.partitions(topic, left()))
-        out[p] = c.watermarks(topic, p, left()).second;
+    std::map<core::TopicPartition, std::int64_t> out;
+    for (std::size_t t = 0; t < topics.size(); ++t)
+        for (std::int32_t p : c.partitions(topics[t], left()))
+            out[{static_cast<std::int32_t>(t), p}] = c.watermarks(topics[t], p, left()).second;
     return out;
 }
 

@@ -54,7 +54,7 @@ const char* kSourceColumns =
     "(SELECT pg_catalog.array_agg(k ORDER BY k) FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), "
     "(SELECT pg_catalog.array_agg(v OPERATOR(pg_catalog.#>>) '{}' ORDER BY k) "
     "FROM pg_catalog.jsonb_each(kafka_options) e(k, v)), future_limit_ms, "
-    "columns IS NOT NULL, created_by::oid "
+    "columns IS NOT NULL, created_by::oid, topics "
     "FROM stoatflow.source ";
 
 SourceDef source_from_row(std::uint64_t r) {
@@ -82,6 +82,10 @@ SourceDef source_from_row(std::uint64_t r) {
     s.max_key_bytes = static_cast<std::size_t>(max_key_bytes);
     s.has_columns = *spi_bool(r, 14);
     s.owner = static_cast<Oid>(*spi_int64(r, 15));
+    bool null_topics;
+    const Datum topics = spi_datum(r, 16, &null_topics);
+    if (!null_topics) s.topics = text_array_to_vector(topics);
+    if (s.topics.empty()) s.topics.push_back(s.topic);
     return s;
 }
 
@@ -133,6 +137,12 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     return a;
 }
 }  // namespace
+
+std::int32_t topic_index(const SourceDef& source, const std::string& topic) {
+    for (std::size_t i = 0; i < source.topics.size(); ++i)
+        if (source.topics[i] == topic) return static_cast<std::int32_t>(i);
+    return -1;
+}
 
 SourceDef load_source(const std::string& name) {
     if (spi_exec(std::string(kSourceColumns) + "WHERE source_name OPERATOR(pg_catalog.=) $1",

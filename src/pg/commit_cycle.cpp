@@ -24,11 +24,11 @@ namespace stoatflow::pg {
 RecordPathConfig record_path_config(const SourceDef& src, const std::vector<AggregationDef>& aggs,
                                     const RowType* row_type) {
     RecordPathConfig cfg;
+    cfg.topics = src.topics;
     cfg.decoder.max_key_bytes = src.max_key_bytes;
     cfg.decoder.future_limit = src.future_limit;
     if (row_type != nullptr) {
         RowPlan plan;
-        plan.topic = src.topic;
         for (std::size_t i = 0; i < row_type->width(); ++i) {
             plan.names.push_back(row_type->column(i).name);
             plan.fast.push_back(row_type->column(i).fast);
@@ -95,11 +95,17 @@ void CommitCycle::restore() {
                  "WHERE source_id OPERATOR(pg_catalog.=) $1",
                  {arg_int32(source_.id)}) > 0)
         path_.restore_progress(*spi_text(0, 1), *spi_int64(0, 2));
-    const auto n = spi_exec("SELECT partition, next_offset FROM stoatflow.partition_offset "
+    const auto n = spi_exec("SELECT topic, partition, next_offset FROM stoatflow.partition_offset "
                             "WHERE source_id OPERATOR(pg_catalog.=) $1",
                             {arg_int32(source_.id)});
-    for (std::uint64_t r = 0; r < n; ++r)
-        path_.restore_offset(static_cast<std::int32_t>(*spi_int64(r, 1)), *spi_int64(r, 2));
+    for (std::uint64_t r = 0; r < n; ++r) {
+        const std::int32_t t = topic_index(source_, *spi_text(r, 1));
+        if (t < 0)
+            throw Error(sqlstate::kDataCorrupted,
+                        "source \"" + source_.name + "\" has a committed offset for topic \"" +
+                            *spi_text(r, 1) + "\", which is not one of its topics");
+        path_.restore_offset({t, static_cast<std::int32_t>(*spi_int64(r, 2))}, *spi_int64(r, 3));
+    }
 
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         Aggregation& a = aggs_[i];
@@ -191,9 +197,10 @@ CommitCounts CommitCycle::write(const CommitSnapshot& snap) {
 
 void CommitCycle::write_dead_letters(const CommitSnapshot& snap) {
     if (snap.dead.empty()) return;
-    std::vector<Datum> parts, offsets, reasons, details, payloads;
+    std::vector<Datum> topics, parts, offsets, reasons, details, payloads;
     for (const auto& d : snap.dead) {
-        parts.push_back(Int32GetDatum(d.partition));
+        topics.push_back(text_datum(path_.topic_name(d.from.topic)));
+        parts.push_back(Int32GetDatum(d.from.partition));
         offsets.push_back(Int64GetDatum(d.offset));
         reasons.push_back(text_datum(d.reason));
         details.push_back(
@@ -201,10 +208,11 @@ void CommitCycle::write_dead_letters(const CommitSnapshot& snap) {
         payloads.push_back(text_datum(d.payload));
     }
     spi_exec(
-        "INSERT INTO stoatflow.dead_letters (source_name, partition, \"offset\", reason, detail, payload) "
-        "SELECT $1, p, o, r, d, y FROM " +
-            unnest_rows(5, 2) + " AS u(p, o, r, d, y)",
+        "INSERT INTO stoatflow.dead_letters (source_name, topic, partition, \"offset\", reason, detail, payload) "
+        "SELECT $1, t, p, o, r, d, y FROM " +
+            unnest_rows(6, 2) + " AS u(t, p, o, r, d, y)",
         {arg_text(source_.name),
+         {TEXTARRAYOID, make_array(topics, {}, TEXTOID)},
          {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
          {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
          {TEXTARRAYOID, make_array(reasons, {}, TEXTOID)},
@@ -222,21 +230,23 @@ void CommitCycle::write_progress(const CommitSnapshot& snap) {
          snap.watermark == core::kNoTime ? arg_null(INT8OID) : arg_int64(snap.watermark),
          arg_text(snap.watermark_state), arg_int64(snap.seq)});
     if (snap.next_offsets.empty()) return;
-    std::vector<Datum> parts, offsets, skipped;
-    for (const auto& [p, o] : snap.next_offsets) {
-        parts.push_back(Int32GetDatum(p));
+    std::vector<Datum> topics, parts, offsets, skipped;
+    for (const auto& [tp, o] : snap.next_offsets) {
+        topics.push_back(text_datum(path_.topic_name(tp.topic)));
+        parts.push_back(Int32GetDatum(tp.partition));
         offsets.push_back(Int64GetDatum(o));
-        const auto s = snap.skipped.find(p);
+        const auto s = snap.skipped.find(tp);
         skipped.push_back(Int64GetDatum(s == snap.skipped.end() ? 0 : s->second));
     }
     spi_exec(
-        "INSERT INTO stoatflow.partition_offset (source_id, partition, next_offset, offsets_skipped) "
-        "SELECT $1, p, o, s FROM " +
-            unnest_rows(3, 2) +
-            " AS u(p, o, s) "
-            "ON CONFLICT (source_id, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+        "INSERT INTO stoatflow.partition_offset (source_id, topic, partition, next_offset, offsets_skipped) "
+        "SELECT $1, t, p, o, s FROM " +
+            unnest_rows(4, 2) +
+            " AS u(t, p, o, s) "
+            "ON CONFLICT (source_id, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
             "offsets_skipped = partition_offset.offsets_skipped OPERATOR(pg_catalog.+) EXCLUDED.offsets_skipped",
         {arg_int32(source_.id),
+         {TEXTARRAYOID, make_array(topics, {}, TEXTOID)},
          {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
          {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
          {INT8ARRAYOID, make_array(skipped, {}, INT8OID)}});

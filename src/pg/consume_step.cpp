@@ -103,23 +103,23 @@ void SourceWorker::step() {
     // Partitions that have never delivered a record but now have some waiting hold the
     // watermark again, so a burst on one partition cannot make the others late.
     std::int64_t waiting = 0;  // records in the topic not consumed yet
-    for (auto& [p, high] : high_) {
-        const std::int64_t h = consumer_->cached_high(topic_, p);
+    for (auto& [tp, high] : high_) {
+        const std::int64_t h = consumer_->cached_high(tp);
         if (h > high) {
             high = h;
             status_moved_ = true;
         }
-        const auto next = pipeline_->path().next_offsets().find(p);
+        const auto next = pipeline_->path().next_offsets().find(tp);
         const std::int64_t pos = next == pipeline_->path().next_offsets().end() ? 0 : next->second;
         if (h > pos) waiting += h - pos;
-        if (h > pos && pipeline_->path().watermark().partition_max(p) == core::kNoTime)
-            pipeline_->path().watermark().data_pending(p);
+        if (h > pos && pipeline_->path().watermark().partition_max(tp.id()) == core::kNoTime)
+            pipeline_->path().watermark().data_pending(tp.id());
     }
     pipeline_->path().tick(now);
     // The idle flags are reported with the partitions: a change is worth a commit.
-    for (auto& [p, high] : high_) {
-        const bool idle = pipeline_->path().watermark().is_idle(p);
-        bool& shown = idle_shown_[p];
+    for (auto& [tp, high] : high_) {
+        const bool idle = pipeline_->path().watermark().is_idle(tp.id());
+        bool& shown = idle_shown_[tp];
         if (idle != shown) {
             shown = idle;
             status_moved_ = true;
@@ -148,13 +148,13 @@ bool SourceWorker::consume(RecordPath& path, int timeout_ms, core::Millis now) {
     return consumer_->poll(
                kPollBatch, timeout_ms,
                [&](const kafka::Message& m) {
-                   path.process(m.partition, m.offset, m.payload, m.len, m.key, m.key_len,
-                                m.timestamp, now, m.headers, m.header_count);
+                   path.process(m.topic_index, m.partition, m.offset, m.payload, m.len, m.key,
+                                m.key_len, m.timestamp, now, m.headers, m.header_count);
                },
-               [&](std::int32_t p, std::int64_t end) {
-                   progress_end(p, end);
-                   path.watermark().caught_up(p, now);
-                   offsets_moved_ |= path.note_end_of_partition(p, end);
+               [&](core::TopicPartition tp, std::int64_t end) {
+                   progress_end(tp, end);
+                   path.watermark().caught_up(tp.id(), now);
+                   offsets_moved_ |= path.note_end_of_partition(tp, end);
                }) > 0;
 }
 
@@ -170,20 +170,29 @@ bool SourceWorker::consume_while_writing(RecordPath& path) {
     return true;
 }
 
-void SourceWorker::progress_end(std::int32_t p, std::int64_t end) {
-    if (end > high_[p]) {
-        high_[p] = end;
+void SourceWorker::progress_end(core::TopicPartition tp, std::int64_t end) {
+    if (end > high_[tp]) {
+        high_[tp] = end;
         status_moved_ = true;
     }
     eof_seen_ = true;
 }
 
-void SourceWorker::note_skip(RecordPath& path, std::int32_t p, std::int64_t from, std::int64_t to) {
-    path.skip_offsets(p, from, to);
+// "topic t partition p", or "partition p" for a source of one topic (as in 0.1).
+std::string SourceWorker::describe(core::TopicPartition tp) const {
+    const std::string part = "partition " + std::to_string(tp.partition);
+    if (topics_.size() <= 1 || tp.topic < 0 || static_cast<std::size_t>(tp.topic) >= topics_.size())
+        return part;
+    return "topic " + topics_[static_cast<std::size_t>(tp.topic)] + " " + part;
+}
+
+void SourceWorker::note_skip(RecordPath& path, core::TopicPartition tp, std::int64_t from,
+                             std::int64_t to) {
+    path.skip_offsets(tp, from, to);
     offsets_moved_ = true;
     const std::string msg =
-        "partition " + std::to_string(p) + ": offsets " + std::to_string(from) + " to " +
-        std::to_string(to - 1) + " (" + std::to_string(to - from) +
+        describe(tp) + ": offsets " + std::to_string(from) + " to " + std::to_string(to - 1) +
+        " (" + std::to_string(to - from) +
         ") were deleted by the topic's retention before they were read; skipped "
         "(see stoatflow.dead_letters, reason offsets_skipped)";
     status_rule_.broker_error(clock_.now(), msg);
@@ -195,33 +204,33 @@ void SourceWorker::note_skip(RecordPath& path, std::int32_t p, std::int64_t from
 // counted. Past the log end (the topic was re-created, or the broker lost records):
 // status 'error', the partition waits and is checked again; nothing is guessed.
 void SourceWorker::out_of_range(core::Millis now) {
-    for (std::int32_t p : consumer_->take_out_of_range()) out_of_range_[p] = 0;
+    for (core::TopicPartition tp : consumer_->take_out_of_range()) out_of_range_[tp] = 0;
     for (auto it = out_of_range_.begin(); it != out_of_range_.end();) {
-        const std::int32_t p = it->first;
+        const core::TopicPartition tp = it->first;
         if (now < it->second) {
             ++it;
             continue;
         }
-        const auto next = pipeline_->path().next_offsets().find(p);
+        const auto next = pipeline_->path().next_offsets().find(tp);
         std::int64_t lo = 0, hi = 0;
         try {
-            std::tie(lo, hi) = consumer_->watermarks(topic_, p, kKafkaTimeoutMs);
+            std::tie(lo, hi) = consumer_->watermarks(topics_.at(static_cast<std::size_t>(tp.topic)),
+                                                     tp.partition, kKafkaTimeoutMs);
             std::int64_t pos = next == pipeline_->path().next_offsets().end() ? lo : next->second;
             if (pos < lo) {
-                note_skip(pipeline_->path(), p, pos, lo);
+                note_skip(pipeline_->path(), tp, pos, lo);
                 pos = lo;
             } else if (pos > hi) {
                 status_rule_.broker_error(
-                    now, "partition " + std::to_string(p) + ": the committed position " +
-                             std::to_string(pos) + " is past the end of the log (" +
-                             std::to_string(hi) +
+                    now, describe(tp) + ": the committed position " + std::to_string(pos) +
+                             " is past the end of the log (" + std::to_string(hi) +
                              "): the topic was re-created or the broker lost records; this "
                              "partition is not read (drop and re-create the source to start over)");
                 it->second = now + kPartitionCheckMs;
                 ++it;
                 continue;
             }
-            consumer_->restart(topic_, p, pos);
+            consumer_->restart(tp, pos);
         } catch (const Error& e) {
             status_rule_.broker_error(now, e.what());
             it->second = now + kOutOfRangeRetryMs;  // broker trouble
@@ -274,7 +283,7 @@ void SourceWorker::commit(bool final) {
             if (consuming) consuming->finish();
             if (log_commits) log_commit(snap.seq, counts, ms);
         }
-        consumer_->commit_offsets(topic_, snap.next_offsets);
+        consumer_->commit_offsets(snap.next_offsets);
     } else if (!final) {
         in_transaction(
             [&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
@@ -316,27 +325,29 @@ void SourceWorker::log_commit(std::int64_t seq, const CommitCounts& c, double ms
 // Per partition: id, high watermark, idle.
 SourceWorker::PartitionStatus SourceWorker::partition_status() {
     PartitionStatus out;
-    for (const auto& [p, h] : high_)
-        out.emplace_back(p, h, pipeline_->path().watermark().is_idle(p));
+    for (const auto& [tp, h] : high_)
+        out.emplace_back(tp, h, pipeline_->path().watermark().is_idle(tp.id()));
     return out;
 }
 
 void SourceWorker::write_partition_status(const PartitionStatus& status) {
-    std::vector<Datum> parts, highs, idles;
-    for (const auto& [p, h, idle] : status) {
-        parts.push_back(Int32GetDatum(p));
+    std::vector<Datum> topics, parts, highs, idles;
+    for (const auto& [tp, h, idle] : status) {
+        topics.push_back(text_datum(topics_.at(static_cast<std::size_t>(tp.topic))));
+        parts.push_back(Int32GetDatum(tp.partition));
         highs.push_back(Int64GetDatum(h));
         idles.push_back(BoolGetDatum(idle));
     }
     if (parts.empty()) return;
     spi_exec(
-        "INSERT INTO stoatflow.partition_status (source_id, partition, high_watermark, idle, updated_at) "
-        "SELECT $1, p, h, i, pg_catalog.now() FROM " +
-            unnest_rows(3, 2) +
-            " AS u(p, h, i) "
-            "ON CONFLICT (source_id, partition) DO UPDATE SET high_watermark = EXCLUDED.high_watermark, "
+        "INSERT INTO stoatflow.partition_status (source_id, topic, partition, high_watermark, idle, updated_at) "
+        "SELECT $1, t, p, h, i, pg_catalog.now() FROM " +
+            unnest_rows(4, 2) +
+            " AS u(t, p, h, i) "
+            "ON CONFLICT (source_id, topic, partition) DO UPDATE SET high_watermark = EXCLUDED.high_watermark, "
             "idle = EXCLUDED.idle, updated_at = EXCLUDED.updated_at",
         {arg_int32(source_id_),
+         {TEXTARRAYOID, make_array(topics, {}, TEXTOID)},
          {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
          {INT8ARRAYOID, make_array(highs, {}, INT8OID)},
          {BOOLARRAYOID, make_array(idles, {}, BOOLOID)}});

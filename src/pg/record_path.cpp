@@ -10,8 +10,8 @@
 namespace stoatflow::pg {
 
 RecordPath::RecordPath(const RecordPathConfig& config)
-    : decoder_(config.decoder), plan_(config.row), max_key_bytes_(config.decoder.max_key_bytes),
-      future_limit_(config.decoder.future_limit),
+    : decoder_(config.decoder), topics_(config.topics), plan_(config.row),
+      max_key_bytes_(config.decoder.max_key_bytes), future_limit_(config.decoder.future_limit),
       watermark_(config.max_out_of_orderness, config.idle_timeout) {
     // Values are looked up by field path (0.1) or, with columns, by column name.
     const auto& paths = plan_ ? plan_->names : config.decoder.value_paths;
@@ -59,38 +59,39 @@ void RecordPath::tick(core::Millis now) {
     if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
 }
 
-bool RecordPath::note_end_of_partition(std::int32_t partition, std::int64_t offset) {
+bool RecordPath::note_end_of_partition(core::TopicPartition tp, std::int64_t offset) {
     // Records wait behind a blocked one: the position must not pass them.
     if (blocked_) return false;
-    auto it = next_offsets_.find(partition);
+    auto it = next_offsets_.find(tp);
     if (it != next_offsets_.end() && it->second >= offset) return false;
-    next_offsets_[partition] = offset;
+    next_offsets_[tp] = offset;
     return true;
 }
 
-void RecordPath::skip_offsets(std::int32_t partition, std::int64_t from, std::int64_t to) {
+void RecordPath::skip_offsets(core::TopicPartition tp, std::int64_t from, std::int64_t to) {
     if (to <= from) return;
-    next_offsets_[partition] = to;
-    skipped_[partition] += to - from;
-    dead_.push_back({partition, from, "offsets_skipped",
+    next_offsets_[tp] = to;
+    skipped_[tp] += to - from;
+    dead_.push_back({tp, from, "offsets_skipped",
                      "offsets " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
                          std::to_string(to - from) +
                          ") were deleted by the topic's retention before the source read them",
                      ""});
 }
 
-void RecordPath::process(std::int32_t partition, std::int64_t offset, const char* payload,
-                         std::size_t len, const char* key, std::size_t key_len,
+void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::int64_t offset,
+                         const char* payload, std::size_t len, const char* key, std::size_t key_len,
                          core::Millis kafka_ts, core::Millis now, const kafka::KafkaHeader* headers,
                          std::size_t header_count) {
+    const core::TopicPartition tp{topic_index, partition};
     if (plan_) {
         if (!blocked_) {
-            process_row(partition, offset, payload, len, key, key_len, kafka_ts, now, headers,
+            process_row(tp, offset, payload, len, key, key_len, kafka_ts, now, headers,
                         header_count);
             return;
         }
         Waiting w;
-        w.partition = partition;
+        w.tp = tp;
         w.offset = offset;
         w.payload.assign(payload == nullptr ? "" : payload, payload == nullptr ? 0 : len);
         w.has_key = key != nullptr;
@@ -107,18 +108,18 @@ void RecordPath::process(std::int32_t partition, std::int64_t offset, const char
         return;
     }
     ++records_since_commit_;
-    next_offsets_[partition] = offset + 1;
+    next_offsets_[tp] = offset + 1;
     if (staged_ == staged_records_.size()) drain();
     Staged& st = staged_records_[staged_];
     const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, now, st.record);
     if (err != kafka::DecodeError::None) {
-        dead_.push_back({partition, offset, kafka::to_string(err), decoder_.detail(),
+        dead_.push_back({tp, offset, kafka::to_string(err), decoder_.detail(),
                          storable_text(payload, len, kDeadLetterPayloadBytes)});
         return;
     }
     // W is updated with each record before that record is judged: keep the value it is
     // judged against with it, so the batch sees exactly what record-at-a-time would.
-    st.watermark = watermark_.observe(partition, st.record.time, now);
+    st.watermark = watermark_.observe(tp.id(), st.record.time, now);
     if (st.watermark != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
     ++staged_;
 }

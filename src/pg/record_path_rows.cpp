@@ -16,7 +16,7 @@ std::string column_is_null(const std::string& name) { return "column \"" + name 
 
 }  // namespace
 
-void RecordPath::process_row(std::int32_t partition, std::int64_t offset, const char* payload,
+void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const char* payload,
                              std::size_t len, const char* key, std::size_t key_len,
                              core::Millis kafka_ts, core::Millis now,
                              const kafka::KafkaHeader* headers, std::size_t header_count) {
@@ -26,8 +26,8 @@ void RecordPath::process_row(std::int32_t partition, std::int64_t offset, const 
     std::string reason, detail = extractor_->detail();
     if (e == kafka::DecodeError::None) {
         kafka::RecordMeta meta;
-        meta.topic = plan_->topic;
-        meta.partition = partition;
+        meta.topic = topic_name(tp.topic);
+        meta.partition = tp.partition;
         meta.offset = offset;
         meta.key = key;
         meta.key_len = key_len;
@@ -38,8 +38,8 @@ void RecordPath::process_row(std::int32_t partition, std::int64_t offset, const 
             e = kafka::DecodeError::InvalidText;
     }
     if (e != kafka::DecodeError::None) {
-        count(partition, offset);
-        dead_.push_back({partition, offset, kafka::to_string(e), detail,
+        count(tp, offset);
+        dead_.push_back({tp, offset, kafka::to_string(e), detail,
                          storable_text(payload, len, kDeadLetterPayloadBytes)});
         return;
     }
@@ -47,17 +47,17 @@ void RecordPath::process_row(std::int32_t partition, std::int64_t offset, const 
     switch (fast_record(staged_records_[staged_].record, now, reason, detail)) {
     case Verdict::Ask:
         blocked_ = true;
-        blocked_record_.partition = partition;
+        blocked_record_.tp = tp;
         blocked_record_.offset = offset;
         blocked_record_.payload.assign(payload, len);
         blocked_record_.now = now;
         return;
     case Verdict::Dead:
-        count(partition, offset);
-        dead_.push_back({partition, offset, reason, detail,
-                         storable_text(payload, len, kDeadLetterPayloadBytes)});
+        count(tp, offset);
+        dead_.push_back(
+            {tp, offset, reason, detail, storable_text(payload, len, kDeadLetterPayloadBytes)});
         return;
-    case Verdict::Staged: count(partition, offset); stage(partition, now);
+    case Verdict::Staged: count(tp, offset); stage(tp, now);
     }
 }
 
@@ -131,9 +131,9 @@ RecordPath::Verdict RecordPath::check_record(const kafka::Decoded& d, core::Mill
     return Verdict::Staged;
 }
 
-void RecordPath::stage(std::int32_t partition, core::Millis now) {
+void RecordPath::stage(core::TopicPartition tp, core::Millis now) {
     Staged& st = staged_records_[staged_];
-    st.watermark = watermark_.observe(partition, st.record.time, now);
+    st.watermark = watermark_.observe(tp.id(), st.record.time, now);
     if (st.watermark != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
     ++staged_;
 }
@@ -142,7 +142,7 @@ void RecordPath::resume(const SlowRecord& rec) {
     if (!blocked_) return;
     blocked_ = false;
     const Waiting& b = blocked_record_;
-    count(b.partition, b.offset);
+    count(b.tp, b.offset);
     std::string reason = rec.reason, detail = rec.detail;
     if (reason.empty()) {
         if (staged_ == staged_records_.size()) drain();
@@ -159,14 +159,14 @@ void RecordPath::resume(const SlowRecord& rec) {
             d.values = rec.values;
             d.values.resize(plan_->names.size(), core::Value::missing());
             if (check_record(d, b.now, reason, detail) == Verdict::Staged) {
-                stage(b.partition, b.now);
+                stage(b.tp, b.now);
                 reason.clear();
             }
         }
     }
     if (!reason.empty())
         dead_.push_back(
-            {b.partition, b.offset, reason, detail,
+            {b.tp, b.offset, reason, detail,
              storable_text(b.payload.data(), b.payload.size(), kDeadLetterPayloadBytes)});
     // The records that waited, in order, until one blocks again.
     while (!blocked_ && !waiting_.empty()) {
@@ -175,7 +175,7 @@ void RecordPath::resume(const SlowRecord& rec) {
         std::vector<kafka::KafkaHeader> hs;
         for (const auto& [name, value] : w.headers)
             hs.push_back({name, value ? value->data() : nullptr, value ? value->size() : 0});
-        process_row(w.partition, w.offset, w.payload.data(), w.payload.size(),
+        process_row(w.tp, w.offset, w.payload.data(), w.payload.size(),
                     w.has_key ? w.key.data() : nullptr, w.key.size(), w.kafka_ts, w.now, hs.data(),
                     hs.size());
     }

@@ -114,34 +114,44 @@ SourceWorker::Start SourceWorker::start() {
     auto consumer = std::make_unique<kafka::Consumer>(
         src->brokers, src->kafka_options, "stoatflow-" + std::string(database_name) + "-" + name);
     consumer->want_headers(src->has_columns);  // kafka_headers
-    const auto parts = consumer->partitions(src->topic, kKafkaTimeoutMs);
     std::vector<kafka::PartitionStart> starts;
+    std::vector<std::size_t> counts;
+    topics_ = src->topics;  // (note_skip names them)
+    high_.clear();
     const bool latest = src->start_offset == "latest";
-    for (std::int32_t p : parts) {
-        const auto stored = pipeline->path().next_offsets().find(p);
-        const auto [lo, hi] = consumer->watermarks(src->topic, p, kKafkaTimeoutMs);
-        std::int64_t from;
-        if (stored != pipeline->path().next_offsets().end()) {
-            from = stored->second;
-            // Retention deleted records while the source was away: skipped, counted,
-            // recorded with the next commit (never silently).
-            if (from < lo) {
-                note_skip(pipeline->path(), p, from, lo);
-                from = lo;
+    const bool fresh = pipeline->path().next_offsets().empty();
+    const auto& stored_offsets = pipeline->path().next_offsets();
+    // Every partition of every topic; the watermark is one over all of them (SPEC 11).
+    for (std::size_t t = 0; t < src->topics.size(); ++t) {
+        const std::string& topic = src->topics[t];
+        const auto parts = consumer->partitions(topic, kKafkaTimeoutMs);
+        counts.push_back(parts.size());
+        for (std::int32_t p : parts) {
+            const core::TopicPartition tp{static_cast<std::int32_t>(t), p};
+            const auto stored = stored_offsets.find(tp);
+            const auto [lo, hi] = consumer->watermarks(topic, p, kKafkaTimeoutMs);
+            std::int64_t from;
+            if (stored != stored_offsets.end()) {
+                from = stored->second;
+                // Retention deleted records while the source was away: skipped, counted,
+                // recorded with the next commit (never silently).
+                if (from < lo) {
+                    note_skip(pipeline->path(), tp, from, lo);
+                    from = lo;
+                }
+            } else {
+                // start_offset applies to a new source only; a partition added to a running
+                // topic is read from its start.
+                from = latest && fresh ? hi : lo;
             }
-        } else {
-            // start_offset applies to a new source only; a partition added to a running
-            // topic is read from its start.
-            from = latest && pipeline->path().next_offsets().empty() ? hi : lo;
+            starts.push_back({tp, from});
+            // A partition with records left to read holds the watermark until its first one.
+            pipeline->path().watermark().assign(tp.id(), hi > from);
+            high_[tp] = hi;
         }
-        starts.push_back({p, from});
-        // A partition with records left to read holds the watermark until its first one.
-        pipeline->path().watermark().assign(p, hi > from);
-        high_[p] = hi;
     }
-    consumer->assign(src->topic, starts);
-    topic_ = src->topic;
-    partitions_ = parts.size();
+    consumer->assign(src->topics, starts);
+    partitions_ = counts;
     partitions_checked_at_ = clock_.now();
     idle_shown_.clear();
     pipeline_ = std::move(pipeline);
@@ -157,24 +167,29 @@ SourceWorker::Start SourceWorker::start() {
     return Start::Started;
 }
 
-// Partitions added to the topic while the source runs: librdkafka refreshes its metadata
+// Partitions added to any of the topics while the source runs: librdkafka refreshes its metadata
 // only every few minutes, and an explicit assignment never grows by itself. Seen, the worker
-// commits and starts over from the committed state with every partition assigned.
+// commits and starts over from the committed state with every partition assigned (the new ones
+// from their start). A topic that is gone shows as the source's error.
 bool SourceWorker::partitions_added(core::Millis now) {
     if (now - partitions_checked_at_ < kPartitionCheckMs) return false;
     partitions_checked_at_ = now;
-    std::size_t n = 0;
-    try {
-        n = consumer_->partitions(topic_, kKafkaTimeoutMs).size();
-    } catch (const Error& e) {
-        // Also the probe for a broker that hangs (port open, no answer): librdkafka's
-        // fetches then just wait, and nothing else would show it.
-        status_rule_.broker_error(now, e.what());
-        return false;
+    std::string msg;
+    for (std::size_t t = 0; t < topics_.size(); ++t) {
+        std::size_t n = 0;
+        try {
+            n = consumer_->partitions(topics_[t], kKafkaTimeoutMs).size();
+        } catch (const Error& e) {
+            // Also the probe for a broker that hangs (port open, no answer): librdkafka's
+            // fetches then just wait, and nothing else would show it.
+            status_rule_.broker_error(now, e.what());
+            return false;
+        }
+        if (n > partitions_[t])
+            msg += (msg.empty() ? "" : ", ") + std::string("topic ") + topics_[t] + " grew from " +
+                   std::to_string(partitions_[t]) + " to " + std::to_string(n) + " partitions";
     }
-    if (n <= partitions_) return false;
-    const std::string msg = "topic " + topic_ + " grew from " + std::to_string(partitions_) +
-                            " to " + std::to_string(n) + " partitions";
+    if (msg.empty()) return false;
     pg_call([&] { elog(LOG, "stoatflow source %d: %s: assigning them", source_id_, msg.c_str()); });
     commit(false);
     drop_pipeline();

@@ -39,27 +39,39 @@ std::vector<std::optional<T>> array_values(Datum array, Oid elem, int16 len, boo
 }
 }  // namespace
 
-// _process_messages(source, partitions int[], keys text[], timestamps bigint[], payloads text[])
-//   → (records bigint, dead_letters bigint, watermark timestamptz)
+// _process_messages(source, topics text[], partitions int[], keys text[], timestamps bigint[],
+//   payloads text[]) → (records bigint, dead_letters bigint, watermark timestamptz).
+// A NULL topic is the source's first.
 STOATFLOW_FUNCTION(stoatflow__process_messages) {
-    for (int i = 0; i < 5; ++i)
+    for (int i = 0; i < 6; ++i)
         if (PG_ARGISNULL(i))
             throw Error(sqlstate::kInvalidParameterValue, "arguments must not be NULL");
     const std::string source = text_to_string(PG_GETARG_DATUM(0));
-    auto parts = array_values<std::int32_t>(PG_GETARG_DATUM(1), INT4OID, 4, true, TYPALIGN_INT,
+    auto topics = array_values<std::string>(PG_GETARG_DATUM(1), TEXTOID, -1, false, TYPALIGN_INT,
+                                            [](Datum d) { return text_to_string(d); });
+    auto parts = array_values<std::int32_t>(PG_GETARG_DATUM(2), INT4OID, 4, true, TYPALIGN_INT,
                                             [](Datum d) { return DatumGetInt32(d); });
-    auto keys = array_values<std::string>(PG_GETARG_DATUM(2), TEXTOID, -1, false, TYPALIGN_INT,
+    auto keys = array_values<std::string>(PG_GETARG_DATUM(3), TEXTOID, -1, false, TYPALIGN_INT,
                                           [](Datum d) { return text_to_string(d); });
-    auto stamps = array_values<std::int64_t>(PG_GETARG_DATUM(3), INT8OID, 8, true, TYPALIGN_DOUBLE,
+    auto stamps = array_values<std::int64_t>(PG_GETARG_DATUM(4), INT8OID, 8, true, TYPALIGN_DOUBLE,
                                              [](Datum d) { return DatumGetInt64(d); });
-    auto payloads = array_values<std::string>(PG_GETARG_DATUM(4), TEXTOID, -1, false, TYPALIGN_INT,
+    auto payloads = array_values<std::string>(PG_GETARG_DATUM(5), TEXTOID, -1, false, TYPALIGN_INT,
                                               [](Datum d) { return text_to_string(d); });
     if (parts.size() != keys.size() || parts.size() != stamps.size() ||
-        parts.size() != payloads.size())
+        parts.size() != payloads.size() || parts.size() != topics.size())
         throw Error(sqlstate::kInvalidParameterValue, "message arrays differ in length");
 
     SpiSession spi;
     SourceDef def = load_source(source);
+    std::vector<std::int32_t> topic_of;
+    for (const auto& t : topics) {
+        const std::int32_t i = t ? topic_index(def, *t) : 0;
+        if (i < 0)
+            throw Error(sqlstate::kInvalidParameterValue,
+                        "\"" + *t + "\" is not a topic of source \"" + source + "\"",
+                        "Its topics are: " + def.topic + ".");
+        topic_of.push_back(i);
+    }
     CommitCycle pipeline(def, load_aggregations(def.id));
     pipeline.restore();
     const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -69,12 +81,13 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const std::int32_t p = parts[i].value_or(0);
         if (p < 0) throw Error(sqlstate::kInvalidParameterValue, "partition must not be negative");
-        auto it = pipeline.path().next_offsets().find(p);
+        const core::TopicPartition tp{topic_of[i], p};
+        auto it = pipeline.path().next_offsets().find(tp);
         const std::int64_t offset = it == pipeline.path().next_offsets().end() ? 0 : it->second;
         const std::string payload = payloads[i].value_or("");
         const std::string* key = keys[i] ? &*keys[i] : nullptr;
         const std::int64_t before = pipeline.path().dead_letters_since_commit();
-        pipeline.path().process(p, offset, payload.data(), payload.size(),
+        pipeline.path().process(tp.topic, p, offset, payload.data(), payload.size(),
                                 key ? key->data() : nullptr, key ? key->size() : 0,
                                 stamps[i].value_or(core::kNoTime), now);
         while (pipeline.path().blocked()) pipeline.resolve_blocked();

@@ -1,5 +1,6 @@
-// stoatflow.wait_caught_up(source, timeout): reads each partition's end offset from the
-// broker when called, then waits until the source's committed offsets reach them.
+// stoatflow.wait_caught_up(source, timeout): reads the end offset of each partition of each of
+// the source's topics from the broker when called, then waits until the source's committed
+// offsets reach them.
 // Honours the timeout (returns false) and query cancel.
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/kafka/consumer.hpp"
@@ -63,11 +64,11 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
     }
 
     // What the topic holds now. An unreachable broker is retried until the deadline.
-    std::map<std::int32_t, std::int64_t> targets;
+    std::map<core::TopicPartition, std::int64_t> targets;
     for (;;) {
         try {
             targets = kafka::high_watermarks(
-                src.brokers, src.kafka_options, src.topic,
+                src.brokers, src.kafka_options, src.topics,
                 static_cast<int>(std::max(100L, std::min(ms_left(deadline), 10000L))));
             break;
         } catch (const Error& e) {
@@ -88,12 +89,16 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
         bool done = true;
         {
             SpiSession spi;
-            std::map<std::int32_t, std::int64_t> committed;
-            const auto n = spi_exec("SELECT partition, next_offset FROM stoatflow.partition_offset "
-                                    "WHERE source_id OPERATOR(pg_catalog.=) $1",
-                                    {arg_int32(src.id)});
-            for (std::uint64_t r = 0; r < n; ++r)
-                committed[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_int64(r, 2);
+            std::map<core::TopicPartition, std::int64_t> committed;
+            const auto n =
+                spi_exec("SELECT topic, partition, next_offset FROM stoatflow.partition_offset "
+                         "WHERE source_id OPERATOR(pg_catalog.=) $1",
+                         {arg_int32(src.id)});
+            for (std::uint64_t r = 0; r < n; ++r) {
+                const std::int32_t t = topic_index(src, *spi_text(r, 1));
+                if (t >= 0)
+                    committed[{t, static_cast<std::int32_t>(*spi_int64(r, 2))}] = *spi_int64(r, 3);
+            }
             spi.finish();
             for (const auto& [p, high] : targets) {
                 if (high <= 0) continue;

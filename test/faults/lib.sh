@@ -22,6 +22,11 @@ source "$FAULTS_REPO/test/kafka/test_broker.sh"
 PG_CONFIG=${PG_CONFIG:-pg_config}
 PG_BIN=$("$PG_CONFIG" --bindir)
 TOPIC=faults
+# FAULTS_TOPICS=2: the source reads two topics (SPEC 11): stream partition 0 is partition 0 of
+# $TOPIC (1 partition), stream partition p >= 1 is partition p-1 of ${TOPIC}_b (PARTITIONS-1
+# partitions): one watermark over topics of different sizes. Used by the scenarios that start
+# with start_stream and produce with produce_chunk(s) (kill9, broker_down, ...).
+FAULTS_TOPICS=${FAULTS_TOPICS:-1}
 SOURCE=src
 SINK=sink_1m
 PARTITIONS=4
@@ -130,12 +135,21 @@ gen_events() { # gen_events SEED EVENTS KEYS CHUNKS
     log "generated $EVENTS_TOTAL events, $3 keys, $4 chunks; $(wc -l <"$EXPECTED_CSV") expected windows"
 }
 
+# Where stream partition P goes: "TOPIC PARTITION".
+topic_partition() { # topic_partition P
+    if [ "$FAULTS_TOPICS" = 2 ] && (($1 >= 1)); then echo "${TOPIC}_b $(($1 - 1))"; else echo "$TOPIC $1"; fi
+}
+source_topics() { if [ "$FAULTS_TOPICS" = 2 ]; then echo "$TOPIC, ${TOPIC}_b"; else echo "$TOPIC"; fi; }
+broker_topics() { # the arguments of broker_start for the stream's PARTITIONS
+    if [ "$FAULTS_TOPICS" = 2 ]; then echo "$TOPIC:1 ${TOPIC}_b:$((PARTITIONS - 1))"; else echo "$TOPIC:$PARTITIONS"; fi
+}
+
 PRODUCED=0
 # Chunk c is produced compressed with CODECS[c mod 4] and with two record headers (the
 # source ignores headers): every scenario reads all four codecs, from both brokers.
 CODECS=(gzip snappy lz4 zstd)
 produce_chunk() { # produce_chunk CHUNK: every partition's file of that chunk, in order
-    local c p f n codec
+    local c p f n codec tp
     c=$(printf '%02d' "$1")
     codec=${CODECS[$(($1 % 4))]}
     for ((p = 0; p < PARTITIONS; p++)); do
@@ -143,7 +157,8 @@ produce_chunk() { # produce_chunk CHUNK: every partition's file of that chunk, i
         [ -f "$f" ] || fail "no event file $f"
         n=$(wc -l <"$f")
         [ "$n" -gt 0 ] || continue
-        timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z "$codec" \
+        read -r -a tp <<<"$(topic_partition "$p")"
+        timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "${tp[0]}" -p "${tp[1]}" -z "$codec" \
             -H "chunk=$c" -H "codec=$codec" <"$f" 2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce $f"; }
         if grep -qi "fail\|error" "$WORK/kcat.err"; then
             cat "$WORK/kcat.err" >&2
@@ -156,7 +171,7 @@ produce_chunk() { # produce_chunk CHUNK: every partition's file of that chunk, i
 # produce_chunks FIRST LAST: chunks FIRST..LAST, one kcat run per partition (the chunks'
 # files concatenated in order, so each partition stays in event-time order).
 produce_chunks() {
-    local c p n files
+    local c p n files tp
     ((${1} <= ${2})) || return 0
     for ((p = 0; p < PARTITIONS; p++)); do
         files=()
@@ -166,7 +181,8 @@ produce_chunks() {
         done
         n=$(cat "${files[@]}" | wc -l)
         [ "$n" -gt 0 ] || continue
-        cat "${files[@]}" | timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z lz4 \
+        read -r -a tp <<<"$(topic_partition "$p")"
+        cat "${files[@]}" | timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "${tp[0]}" -p "${tp[1]}" -z lz4 \
             2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce chunks $1..$2 of partition $p"; }
         if grep -qi "fail\|error" "$WORK/kcat.err"; then
             cat "$WORK/kcat.err" >&2
@@ -264,7 +280,7 @@ wait_worker() { # wait_worker [OLD]
 
 setup_pipeline() {
     sql "CREATE EXTENSION stoatflow" >/dev/null
-    sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key => 'user_id',
+    sql "SELECT stoatflow.create_source('$SOURCE', '$(source_topics)', '$KAFKA_BROKERS', key => 'user_id',
             event_time => 'ts', max_out_of_orderness => '1 hour')" >/dev/null
     # SESSION_GAP (e.g. '30 seconds'): also a session aggregation 'ses' into sink_ses, declared
     # in the same transaction (one psql -c), so that both see every record.
@@ -457,11 +473,13 @@ source_status() { # prints "status|last_error" of the source
 # first poll on), the pipeline declared and its worker running (WORKER_PID).
 start_stream() { # start_stream SEED
     gen_events "$1" "$EVENTS" "$KEYS" "$NCHUNKS"
-    broker_start "$TOPIC:$PARTITIONS" || fail "the $TEST_BROKER broker did not start"
+    # shellcheck disable=SC2046  # one argument per topic
+    broker_start $(broker_topics) || fail "the $TEST_BROKER broker did not start"
     pg_init
     pg_start
     produce_chunk 0
     setup_pipeline
+    log "source $SOURCE reads topic(s) $(sql "SELECT topic FROM stoatflow.source WHERE source_name = '$SOURCE'") ($(broker_topics))"
     wait_worker ""
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fault scenario (Apache Kafka only):
 # partitions added to the topic while the source runs (issue 10). The topic starts with 2
-# of the stream's 4 partitions; chunks 0-1 of partitions 0-1 go in and are committed; then
+# of the stream's 4 partitions (FAULTS_TOPICS=2: the source reads two topics, `faults` with
+# stream partition 0 and `faults_b` with stream partition 1; faults_b grows to 3 partitions,
+# stream partitions 2-3: a partition added to the second topic of a source, SPEC 11); chunks 0-1 of partitions 0-1 go in and are committed; then
 # the topic grows to 4 partitions (TopicCommand --alter) and chunks 0-1 of partitions 2-3
 # go in. The new partitions must be consumed from their start (within NEW_PARTITION_TIMEOUT
 # seconds: librdkafka refreshes metadata every topic.metadata.refresh.interval.ms, 5 min by
@@ -24,17 +26,24 @@ NCHUNKS=6   # 72 minutes of event time: windows older than the hour of out-of-or
 NEW_PARTITION_TIMEOUT=${NEW_PARTITION_TIMEOUT:-60}
 
 produce_part() { # produce_part CHUNK PARTITION
-    local f n
+    local f n tp
     f=$EVENTS_DIR/chunk-$(printf '%02d' "$1")-p$2.jsonl
     n=$(wc -l <"$f")
     [ "$n" -gt 0 ] || return 0
-    timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$2" -z lz4 <"$f" \
+    read -r -a tp <<<"$(topic_partition "$2")"
+    timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "${tp[0]}" -p "${tp[1]}" -z lz4 <"$f" \
         2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce $f"; }
     PRODUCED=$((PRODUCED + n))
 }
 
 gen_events 606 "$EVENTS" "$KEYS" "$NCHUNKS"
-broker_start "$TOPIC:2" || fail "the broker did not start"
+if [ "$FAULTS_TOPICS" = 2 ]; then
+    broker_start "$TOPIC:1" "${TOPIC}_b:1" || fail "the broker did not start"
+    grow() { kafka_topic_add_partitions "${TOPIC}_b" 3; }
+else
+    broker_start "$TOPIC:2" || fail "the broker did not start"
+    grow() { kafka_topic_add_partitions "$TOPIC" 4; }
+fi
 pg_init
 pg_start
 produce_part 0 0
@@ -46,7 +55,7 @@ produce_part 1 0
 produce_part 1 1
 wait_warm
 log "partitions 0-1 of chunks 0-1 committed ($PRODUCED events); adding partitions 2-3"
-kafka_topic_add_partitions "$TOPIC" 4 || fail "could not add partitions"
+grow || fail "could not add partitions"
 produce_part 0 2
 produce_part 0 3
 produce_part 1 2
@@ -56,7 +65,7 @@ consumed_all() { [ "$(committed)" = "$PRODUCED" ]; }
 deadline=$((t + NEW_PARTITION_TIMEOUT))
 while ! consumed_all && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.5; done
 if ! consumed_all; then
-    log "source partitions: $(psql_try -c "SELECT string_agg(partition || ':' || committed_offset, ' ' ORDER BY partition) FROM stoatflow.sources WHERE source_name = '$SOURCE'")"
+    log "source partitions: $(psql_try -c "SELECT string_agg(topic || '/' || partition || ':' || committed_offset, ' ' ORDER BY topic, partition) FROM stoatflow.sources WHERE source_name = '$SOURCE'")"
     fail "added partitions not consumed within ${NEW_PARTITION_TIMEOUT}s: committed $(committed) of $PRODUCED"
 fi
 log "added partitions consumed after $(($(date +%s) - t))s"
@@ -67,5 +76,5 @@ done
 wait_caught_up
 verify_sink
 check_log
-log "RESULT events=$EVENTS partitions=2+2 rows_compared=$VERIFY_ROWS match=yes"
+log "RESULT events=$EVENTS topics=$FAULTS_TOPICS partitions=2+2 rows_compared=$VERIFY_ROWS match=yes"
 faults_pass

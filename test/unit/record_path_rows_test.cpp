@@ -18,8 +18,8 @@ using pg::SlowRecord;
 
 RecordPathConfig config() {
     RecordPathConfig c;
+    c.topics = {"t"};
     pg::RowPlan plan;
-    plan.topic = "t";
     plan.names = {"user",         "ts",
                   "amount",       "kafka_key",
                   "kafka_topic",  "kafka_partition",
@@ -42,7 +42,7 @@ RecordPathConfig config() {
 }
 
 void feed(RecordPath& p, std::int64_t offset, const std::string& payload) {
-    p.process(0, offset, payload.data(), payload.size(), "k", 1, 1000, core::kNoTime);
+    p.process(0, 0, offset, payload.data(), payload.size(), "k", 1, 1000, core::kNoTime);
 }
 
 }  // namespace
@@ -57,8 +57,9 @@ TEST(RecordPathRows, BlocksInOrderAndResumes) {
     feed(p, 3, R"({"user": null, "ts": "2026-11-30T10:00:04Z"})");
     feed(p, 4, R"({"user": "c", "ts": "2026-11-30T10:00:05Z", "amount": "x"})");
     EXPECT_EQ(p.records_since_commit(), 1);
-    EXPECT_EQ(p.next_offsets().at(0), 1);
-    EXPECT_FALSE(p.note_end_of_partition(0, 5));  // the position waits with the records
+    EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 0}), 1);
+    EXPECT_FALSE(p.note_end_of_partition(core::TopicPartition{0, 0},
+                                         5));  // the position waits with the records
     // The blocked record's raw row is what the main thread converts.
     EXPECT_EQ(std::string(p.blocked_row().get(0, 1).text), "2026-11-30 10:00:02");
     EXPECT_EQ(std::string(p.blocked_row().get(0, 3).text), "k");
@@ -78,7 +79,7 @@ TEST(RecordPathRows, BlocksInOrderAndResumes) {
     p.resume(bad);
     EXPECT_FALSE(p.blocked());
     EXPECT_EQ(p.records_since_commit(), 5);
-    EXPECT_EQ(p.next_offsets().at(0), 5);
+    EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 0}), 5);
 
     const pg::CommitSnapshot snap = p.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 2u);
@@ -98,8 +99,8 @@ TEST(RecordPathRows, MetadataAndInvalidRecords) {
     feed(p, 1, "not json");
     const std::string bad_key = "\xff";
     const std::string payload = R"({"ts": 1796032800000})";
-    p.process(0, 2, payload.data(), payload.size(), bad_key.data(), 1, 1000, core::kNoTime);
-    p.process(0, 3, payload.data(), payload.size(), nullptr, 0, 1000, core::kNoTime);
+    p.process(0, 0, 2, payload.data(), payload.size(), bad_key.data(), 1, 1000, core::kNoTime);
+    p.process(0, 0, 3, payload.data(), payload.size(), nullptr, 0, 1000, core::kNoTime);
     EXPECT_FALSE(p.blocked());
     const pg::CommitSnapshot snap = p.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 3u);

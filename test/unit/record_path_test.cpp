@@ -26,10 +26,13 @@ using stoatflow::pg::RecordPath;
 using stoatflow::pg::RecordPathConfig;
 
 constexpr Millis kBase = 1'700'000'000'000;  // a minute boundary (epoch ms divisible by 60,000)
-constexpr int kPartitions = 4;
+constexpr int kPartitions = 4;               // per topic
+constexpr int kTopics = 2;                   // the source reads two topics (SPEC 11)
+using stoatflow::core::TopicPartition;
 
 RecordPathConfig config() {
     RecordPathConfig c;
+    c.topics = {"web_activity", "purchases"};
     c.decoder.key_path = "user";
     c.decoder.time_path = "ts";
     c.decoder.value_paths = {"amount"};
@@ -50,7 +53,7 @@ RecordPathConfig config() {
 }
 
 struct Record {
-    std::int32_t partition;
+    TopicPartition from;
     std::int64_t offset;
     std::string payload;
 };
@@ -58,11 +61,12 @@ struct Record {
 // Deterministic records: 8 users, mostly in order, some late, some malformed.
 std::vector<Record> records(int n) {
     std::vector<Record> out;
-    std::map<std::int32_t, std::int64_t> next;
+    std::map<TopicPartition, std::int64_t> next;
     std::uint64_t x = 12345;
     for (int i = 0; i < n; ++i) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        const std::int32_t p = static_cast<std::int32_t>((x >> 33) % kPartitions);
+        const TopicPartition p{static_cast<std::int32_t>((x >> 60) % kTopics),
+                               static_cast<std::int32_t>((x >> 33) % kPartitions)};
         // Up to 20 s out of order; every 50th record two minutes late.
         const Millis jitter = i % 50 == 7 ? 120'000 : static_cast<Millis>((x >> 40) % 20'000);
         const Millis ts = kBase + static_cast<Millis>(i) * 250 - jitter;
@@ -85,7 +89,7 @@ struct Written {
     Sink sink;
     std::int64_t records = 0;
     std::int64_t dead = 0;
-    std::map<std::int32_t, std::int64_t> offsets;
+    std::map<TopicPartition, std::int64_t> offsets;
     std::int64_t state_rows = 0;
     std::int64_t late = 0;  // the per-minute aggregation's late drops (the stats are cumulative)
 };
@@ -123,8 +127,8 @@ Written run(const std::vector<Record>& recs, std::size_t step, bool threaded) {
     auto consume = [&](std::size_t until, Millis wall) {
         for (; next < until; ++next) {
             const Record& r = recs[next];
-            path.process(r.partition, r.offset, r.payload.data(), r.payload.size(), nullptr, 0,
-                         stoatflow::core::kNoTime, wall);
+            path.process(r.from.topic, r.from.partition, r.offset, r.payload.data(),
+                         r.payload.size(), nullptr, 0, stoatflow::core::kNoTime, wall);
         }
         path.tick(wall);
     };
@@ -145,14 +149,16 @@ Written run(const std::vector<Record>& recs, std::size_t step, bool threaded) {
         have_pending = true;
     }
     if (have_pending) write(path, pending, w);
-    // Far ahead on every partition: every window closes, the last commit emits it.
-    for (std::int32_t p = 0; p < kPartitions; ++p) {
-        const std::string far =
-            "{\"user\": \"end\", \"ts\": " + std::to_string(kBase + 86'400'000) +
-            ", \"amount\": 0}";
-        path.process(p, w.offsets[p], far.data(), far.size(), nullptr, 0, stoatflow::core::kNoTime,
-                     now);
-    }
+    // Far ahead on every partition of both topics: every window closes, the last commit
+    // emits it.
+    for (std::int32_t t = 0; t < kTopics; ++t)
+        for (std::int32_t p = 0; p < kPartitions; ++p) {
+            const std::string far =
+                "{\"user\": \"end\", \"ts\": " + std::to_string(kBase + 86'400'000) +
+                ", \"amount\": 0}";
+            path.process(t, p, w.offsets[{t, p}], far.data(), far.size(), nullptr, 0,
+                         stoatflow::core::kNoTime, now);
+        }
     write(path, path.take_snapshot(now + 1'000), w);
     return w;
 }
@@ -161,7 +167,8 @@ TEST(RecordPathThreads, ConsumeWhileWritingGivesTheSameResultsAsOneThread) {
     const auto recs = records(20'000);
     const Written one = run(recs, recs.size(), false);
     const Written split = run(recs, 700, true);
-    EXPECT_EQ(one.records, static_cast<std::int64_t>(recs.size()) + kPartitions);
+    EXPECT_EQ(one.records, static_cast<std::int64_t>(recs.size()) + kTopics * kPartitions);
+    EXPECT_EQ(one.offsets.size(), static_cast<std::size_t>(kTopics * kPartitions));
     EXPECT_EQ(split.records, one.records);
     EXPECT_EQ(split.dead, one.dead);
     EXPECT_GT(one.dead, 0);
@@ -177,6 +184,51 @@ TEST(RecordPathThreads, ConsumeWhileWritingGivesTheSameResultsAsOneThread) {
     EXPECT_EQ(split.late, one.late);
     EXPECT_GT(split.late, 0);
     EXPECT_EQ(counted + split.late + split.dead, static_cast<std::int64_t>(recs.size()));
+}
+
+}  // namespace
+
+namespace {
+
+// Offsets, dead letters and the watermark keep the topics apart: partition 0 of each topic is
+// its own partition (SPEC 11), and a dead letter names its topic.
+TEST(RecordPathTopics, PartitionsOfDifferentTopicsAreDistinct) {
+    RecordPathConfig c = config();
+    c.max_out_of_orderness = 0;
+    RecordPath path(c);
+    const std::string a = "{\"user\": \"u\", \"ts\": 1000}";
+    const std::string b = "{\"user\": \"u\", \"ts\": 5000}";
+    path.process(0, 0, 0, a.data(), a.size(), nullptr, 0, stoatflow::core::kNoTime, 0);
+    path.process(0, 0, 1, a.data(), a.size(), nullptr, 0, stoatflow::core::kNoTime, 0);
+    path.process(1, 0, 7, b.data(), b.size(), nullptr, 0, stoatflow::core::kNoTime, 0);
+    path.process(1, 0, 8, "bad", 3, nullptr, 0, stoatflow::core::kNoTime, 0);
+    // One watermark over both topics: the minimum of their partitions' maxima.
+    EXPECT_EQ(path.watermark().current(), 1000);
+    EXPECT_EQ(path.watermark().partition_max(TopicPartition{0, 0}.id()), 1000);
+    EXPECT_EQ(path.watermark().partition_max(TopicPartition{1, 0}.id()), 5000);
+    const CommitSnapshot snap = path.take_snapshot(0);
+    ASSERT_EQ(snap.next_offsets.size(), 2u);
+    EXPECT_EQ(snap.next_offsets.at(TopicPartition{0, 0}), 2);
+    EXPECT_EQ(snap.next_offsets.at(TopicPartition{1, 0}), 9);
+    ASSERT_EQ(snap.dead.size(), 1u);
+    EXPECT_EQ(snap.dead[0].from, (TopicPartition{1, 0}));
+    EXPECT_EQ(path.topic_name(snap.dead[0].from.topic), "purchases");
+    // The committed state restores into a new path exactly.
+    RecordPath again(c);
+    again.restore_progress(snap.watermark_state, snap.seq);
+    for (const auto& [tp, o] : snap.next_offsets) again.restore_offset(tp, o);
+    EXPECT_EQ(again.watermark().serialize(), snap.watermark_state);
+    EXPECT_EQ(again.next_offsets(), snap.next_offsets);
+    // A retention skip and an end of partition touch only their own topic's partition.
+    again.skip_offsets({1, 0}, 9, 20);
+    EXPECT_FALSE(again.note_end_of_partition({0, 0}, 2));
+    EXPECT_TRUE(again.note_end_of_partition({0, 1}, 4));
+    const CommitSnapshot snap2 = again.take_snapshot(0);
+    EXPECT_EQ(snap2.next_offsets.at(TopicPartition{1, 0}), 20);
+    EXPECT_EQ(snap2.next_offsets.at(TopicPartition{0, 0}), 2);
+    EXPECT_EQ(snap2.next_offsets.at(TopicPartition{0, 1}), 4);
+    EXPECT_EQ(snap2.skipped.size(), 1u);
+    EXPECT_EQ(snap2.skipped.at(TopicPartition{1, 0}), 11);
 }
 
 }  // namespace

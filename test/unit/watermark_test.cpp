@@ -147,3 +147,46 @@ TEST(Watermark, RestoreThenAssignNeverMovesWPastWhereItStood) {
     EXPECT_EQ(after.tick(1), kNoTime);
     EXPECT_EQ(after.observe(1, 60), 60);
 }
+
+// SPEC 11: one watermark over every partition of every topic of a source. Partition 0 of the
+// second topic is a partition of its own, and a window waits for the slow topic.
+TEST(Watermark, SeveralTopicsShareOneWatermark) {
+    using stoatflow::core::TopicPartition;
+    const auto a0 = TopicPartition{0, 0}.id(), b0 = TopicPartition{1, 0}.id(),
+               b1 = TopicPartition{1, 1}.id();
+    EXPECT_EQ(a0, 0);  // the first topic's ids are its partition numbers (0.1's states)
+    EXPECT_NE(b0, a0);
+    EXPECT_EQ(TopicPartition::from_id(b1), (TopicPartition{1, 1}));
+    Watermark wm(0);
+    wm.assign(a0, true);
+    wm.assign(b0, true);
+    wm.assign(b1, true);
+    EXPECT_EQ(wm.observe(a0, 10'000), kNoTime);  // both of topic 1's partitions still pin W
+    EXPECT_EQ(wm.observe(b0, 9'000), kNoTime);
+    EXPECT_EQ(wm.observe(b1, 2'000), 2'000);  // the slow topic's partition holds W
+    EXPECT_EQ(wm.observe(a0, 20'000), 2'000);
+    EXPECT_EQ(wm.observe(b1, 30'000), 9'000);
+    EXPECT_EQ(wm.partition_max(a0), 20'000);
+    EXPECT_EQ(wm.partition_max(b0), 9'000);
+    // Serialized and restored with the topics apart.
+    Watermark back(0);
+    back.restore(wm.serialize());
+    EXPECT_EQ(back.current(), 9'000);
+    EXPECT_EQ(back.partition_max(b0), 9'000);
+    EXPECT_EQ(back.partition_max(b1), 30'000);
+    EXPECT_EQ(back.partition_max(a0), 20'000);
+    EXPECT_EQ(back.serialize(), wm.serialize());
+}
+
+// A state committed by 0.1 (one topic: "w1 W partition:max ...") restores after the upgrade as
+// the first topic's partitions, exactly.
+TEST(Watermark, RestoresAStateWrittenBy01) {
+    using stoatflow::core::TopicPartition;
+    Watermark wm(10);
+    wm.restore("w1 90 0:100 1:300");
+    EXPECT_EQ(wm.current(), 90);
+    EXPECT_EQ(wm.partition_max(TopicPartition{0, 0}.id()), 100);
+    EXPECT_EQ(wm.partition_max(TopicPartition{0, 1}.id()), 300);
+    EXPECT_EQ(wm.partition_max(TopicPartition{1, 0}.id()), kNoTime);
+    EXPECT_EQ(wm.serialize(), "w1 90 0:100 1:300");
+}

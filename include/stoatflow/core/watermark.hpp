@@ -1,9 +1,12 @@
 // The per-source watermark of SPEC 3.2: the minimum over partitions holding data of
 // their largest event time, minus max out-of-orderness; monotonic; idle partitions
 // (after idle_timeout of wall clock) stop holding it back. Serializable for commits.
+// One watermark over every partition of every topic of the source (SPEC 11): partitions are
+// keyed by TopicPartition::id().
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/time.hpp"
+#include "stoatflow/core/topic_partition.hpp"
 
 #include <cstdint>
 #include <map>
@@ -19,27 +22,27 @@ public:
     // A partition is assigned. holds_data: it had records to consume when consumption
     // started (or it has a restored position with data behind it). A partition holding
     // data holds W back until its first record; one without data does not.
-    void assign(std::int32_t partition, bool holds_data);
-    void revoke(std::int32_t partition);
+    void assign(PartitionId partition, bool holds_data);
+    void revoke(PartitionId partition);
 
     // A record from `partition` at event time t, seen at wall time `now`. Returns W
     // after the update (the value the record is judged against).
-    Millis observe(std::int32_t partition, Millis t, Millis now = 0);
+    Millis observe(PartitionId partition, Millis t, Millis now = 0);
 
     // The broker reports unread records on a partition that has never delivered one: it
     // holds W back again until its first record arrives.
-    void data_pending(std::int32_t partition);
+    void data_pending(PartitionId partition);
 
     // The consumer reached the end of `partition` (caught up) at wall time `now`.
-    void caught_up(std::int32_t partition, Millis now);
+    void caught_up(PartitionId partition, Millis now);
     // Wall clock tick: partitions caught up and silent for idle_timeout stop holding W.
     // When all are idle, W follows the newest record of any partition.
     Millis tick(Millis now);
 
     Millis current() const { return w_; }
     // Largest event time seen from a partition, kNoTime if none.
-    Millis partition_max(std::int32_t partition) const;
-    bool is_idle(std::int32_t partition) const;
+    Millis partition_max(PartitionId partition) const;
+    bool is_idle(PartitionId partition) const;
 
     // Persisted with the offsets; restore() reinstates W and every partition's max.
     std::string serialize() const;
@@ -58,7 +61,7 @@ private:
     Millis max_ooo_;
     Millis idle_timeout_;
     Millis w_ = kNoTime;
-    std::map<std::int32_t, Partition> parts_;
+    std::map<PartitionId, Partition> parts_;
 };
 
 }  // namespace stoatflow::core

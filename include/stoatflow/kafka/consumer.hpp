@@ -1,12 +1,14 @@
-// A thin librdkafka consumer for one topic: explicit partition assignment at stored
+// A thin librdkafka consumer for a source's topics: explicit partition assignment at stored
 // offsets (no group rebalance, no auto-commit), batch polling, watermark queries, and
-// the last broker error, so the worker can report it. No PostgreSQL in here.
+// the last broker error, so the worker can report it. Partitions are named by
+// core::TopicPartition, the topic by its ordinal in the list given to assign(). No PostgreSQL.
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/time.hpp"
 #include "stoatflow/kafka/raw_row.hpp"
+#include "stoatflow/core/topic_partition.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -28,6 +30,7 @@ inline constexpr std::int64_t kOffsetBeginning = -2;
 inline constexpr std::int64_t kOffsetEnd = -1;
 
 struct Message {
+    std::int32_t topic_index;  // ordinal in the topics given to Consumer::assign()
     std::int32_t partition;
     std::int64_t offset;
     const char* payload;
@@ -40,7 +43,7 @@ struct Message {
 };
 
 struct PartitionStart {
-    std::int32_t partition;
+    core::TopicPartition tp;
     std::int64_t offset;  // ≥ 0, or kOffsetBeginning / kOffsetEnd
 };
 
@@ -60,15 +63,17 @@ public:
     // Low and high watermark offsets of a partition. Throws Error.
     std::pair<std::int64_t, std::int64_t> watermarks(const std::string& topic,
                                                      std::int32_t partition, int timeout_ms);
-    void assign(const std::string& topic, const std::vector<PartitionStart>& starts);
+    // topics: the source's topics in their order (a TopicPartition's topic indexes them);
+    // starts: every partition to read, of any of them.
+    void assign(const std::vector<std::string>& topics, const std::vector<PartitionStart>& starts);
     // High watermark as last reported by fetch responses (no network call); -1 if unknown.
-    std::int64_t cached_high(const std::string& topic, std::int32_t partition);
+    std::int64_t cached_high(core::TopicPartition tp);
 
     // Waits up to timeout_ms for messages and hands out at most max of them. Partition
     // ends call on_eof(partition, end offset). Returns the number of messages handed out.
     std::size_t poll(std::size_t max, int timeout_ms,
                      const std::function<void(const Message&)>& on_message,
-                     const std::function<void(std::int32_t, std::int64_t)>& on_eof);
+                     const std::function<void(core::TopicPartition, std::int64_t)>& on_eof);
 
     // Hand out each message's headers too (a source with columns: kafka_headers).
     void want_headers(bool on) { want_headers_ = on; }
@@ -76,32 +81,38 @@ public:
     // Partitions whose fetch position is no longer in the log (retention deleted the records
     // there, or the log is shorter than the position), since the last call. librdkafka stops
     // fetching them (auto.offset.reset=error: never a silent jump); restart() resumes.
-    std::vector<std::int32_t> take_out_of_range();
-    void restart(const std::string& topic, std::int32_t partition, std::int64_t offset);
+    std::vector<core::TopicPartition> take_out_of_range();
+    void restart(core::TopicPartition tp, std::int64_t offset);
 
     // Offsets for lag tools (asynchronous, best effort: PostgreSQL holds the truth).
-    void commit_offsets(const std::string& topic, const std::map<std::int32_t, std::int64_t>& next);
+    void commit_offsets(const std::map<core::TopicPartition, std::int64_t>& next);
 
     // The newest broker/transport error since the last call ("" if none).
     std::string take_error();
 
 private:
     void note_error(const std::string& e);
+    // The ordinal of a topic of the assignment, -1 if it is none of them.
+    std::int32_t topic_index(const char* name);
+    const std::string& topic_name(core::TopicPartition tp) const;
     friend struct ConsumerCallbacks;
 
     rd_kafka_s* rk_ = nullptr;
     rd_kafka_queue_s* queue_ = nullptr;
     std::mutex mu_;
     std::string error_;
-    std::vector<std::int32_t> out_of_range_;
+    std::vector<core::TopicPartition> out_of_range_;
+    std::vector<std::string> topics_;
+    std::int32_t last_topic_ = 0;  // the topic of the previous message: most likely the next's
     bool want_headers_ = false;
     std::vector<KafkaHeader> headers_;  // the current message's
 };
 
-// One-shot: high watermark per partition of a topic (for wait_caught_up).
-std::map<std::int32_t, std::int64_t>
+// One-shot: high watermark per partition of each topic (for wait_caught_up); the topic of a
+// TopicPartition is its ordinal in `topics`.
+std::map<core::TopicPartition, std::int64_t>
 high_watermarks(const std::string& brokers,
                 const std::vector<std::pair<std::string, std::string>>& options,
-                const std::string& topic, int timeout_ms);
+                const std::vector<std::string>& topics, int timeout_ms);
 
 }  // namespace stoatflow::kafka

@@ -17,7 +17,10 @@ namespace stoatflow::pg {
 
 struct SourceDef {
     std::int32_t id = 0;
-    std::string name, topic, brokers, format;
+    std::string name;
+    std::string topic;                // as shown: the topics, joined by ", "
+    std::vector<std::string> topics;  // in declared order; a TopicPartition's topic indexes this
+    std::string brokers, format;
     std::string key_path;         // empty: Kafka message key
     std::string event_time_path;  // empty: Kafka timestamp
     core::Millis max_out_of_orderness = 0;
@@ -59,6 +62,9 @@ struct SqlType {
     const char* name;  // as format_type() spells it
 };
 SqlType sql_type(core::ColumnType t);
+
+// The ordinal of a topic of the source, -1 if it is not one of them.
+std::int32_t topic_index(const SourceDef& source, const std::string& topic);
 
 // Loaders (SPI must be connected). Throw Error 42704 when the name is unknown.
 SourceDef load_source(const std::string& name);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "stoatflow/core/no_postgres.hpp"
+#include "stoatflow/core/topic_partition.hpp"
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
 #include "stoatflow/kafka/fast_convert.hpp"
@@ -26,7 +27,7 @@
 namespace stoatflow::pg {
 
 struct DeadLetter {
-    std::int32_t partition = 0;
+    core::TopicPartition from;  // topic ordinal (RecordPathConfig::topics) and partition
     std::int64_t offset = 0;
     std::string reason;
     std::string detail;
@@ -42,8 +43,8 @@ struct CommitSnapshot {
     core::Millis watermark = core::kNoTime;
     std::string watermark_state;
     core::Millis w_moved_at = 0;
-    std::map<std::int32_t, std::int64_t> next_offsets;
-    std::map<std::int32_t, std::int64_t> skipped;  // offsets skipped per partition (skip_offsets)
+    std::map<core::TopicPartition, std::int64_t> next_offsets;
+    std::map<core::TopicPartition, std::int64_t> skipped;  // offsets skipped (skip_offsets)
     std::vector<DeadLetter> dead;
     struct Aggregation {
         core::CommitOutput out;
@@ -57,7 +58,6 @@ struct CommitSnapshot {
 // With `columns` (SPEC 11): the source's row type as the record path reads it. The key, the
 // event time and the aggregates' fields name columns (declared, then the six metadata ones).
 struct RowPlan {
-    std::string topic;                            // kafka_topic
     std::vector<std::string> names;               // every column
     std::vector<std::vector<std::string>> paths;  // the declared columns' member paths
     std::vector<kafka::FastType> fast;            // every column's fast-lane type
@@ -76,8 +76,9 @@ struct SlowRecord {
 
 // What a record path is built from (the catalog's source and aggregations, as plain values).
 struct RecordPathConfig {
-    std::optional<RowPlan> row;    // with columns; then aggregates' fields name columns
-    kafka::DecoderConfig decoder;  // value_paths: every field an aggregate reads, once
+    std::vector<std::string> topics;  // the source's topics; a TopicPartition's topic indexes this
+    std::optional<RowPlan> row;       // with columns; then aggregates' fields name columns
+    kafka::DecoderConfig decoder;     // value_paths: every field an aggregate reads, once
     core::Millis max_out_of_orderness = 0;
     core::Millis idle_timeout = 0;
     struct Aggregation {
@@ -98,15 +99,18 @@ public:
     // Restore from the committed state (before the first record): the watermark and commit
     // sequence, each partition's next offset, then every live window per aggregation.
     void restore_progress(const std::string& watermark_state, std::int64_t commit_seq);
-    void restore_offset(std::int32_t partition, std::int64_t next_offset) {
-        next_offsets_[partition] = next_offset;
+    void restore_offset(core::TopicPartition tp, std::int64_t next_offset) {
+        next_offsets_[tp] = next_offset;
     }
     void restore_window(std::size_t aggregation, const core::WindowStateRow& row);
 
     // The per-record path. Records are decoded and judged against the watermark at once, then
     // run through the engines in batches (drain(), also called by take_snapshot()).
-    void process(std::int32_t partition, std::int64_t offset, const char* payload, std::size_t len,
-                 const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now,
+    // topic_index: the record's topic, as its ordinal in RecordPathConfig::topics (its name is
+    // topic_name(topic_index)); partition: its partition in that topic.
+    void process(std::int32_t topic_index, std::int32_t partition, std::int64_t offset,
+                 const char* payload, std::size_t len, const char* key, std::size_t key_len,
+                 core::Millis kafka_ts, core::Millis now,
                  const kafka::KafkaHeader* headers = nullptr, std::size_t header_count = 0);
     void drain();
 
@@ -124,13 +128,13 @@ public:
     // The consumer reached the end of a partition at `offset`: nothing before it is left to
     // read (gaps from compaction or transaction markers included). Returns true if the
     // committed position moves.
-    bool note_end_of_partition(std::int32_t partition, std::int64_t offset);  // false if blocked
+    bool note_end_of_partition(core::TopicPartition tp, std::int64_t offset);  // false if blocked
 
     // Offsets [from, to) of a partition can no longer be read (the topic's retention deleted
     // them before the source read them): the position moves to `to`, and the next commit
     // records the loss with it, as a dead letter 'offsets_skipped' and in
     // stoatflow.partition_offset.offsets_skipped.
-    void skip_offsets(std::int32_t partition, std::int64_t from, std::int64_t to);
+    void skip_offsets(core::TopicPartition tp, std::int64_t from, std::int64_t to);
     bool skipped_pending() const { return !skipped_.empty(); }
 
     // Everything since the last snapshot, as values; the path starts the next commit.
@@ -138,7 +142,14 @@ public:
 
     core::Watermark& watermark() { return watermark_; }
     // Next offset to consume per partition (what the commit makes durable).
-    const std::map<std::int32_t, std::int64_t>& next_offsets() const { return next_offsets_; }
+    const std::map<core::TopicPartition, std::int64_t>& next_offsets() const {
+        return next_offsets_;
+    }
+    // The source's topics (a TopicPartition's topic is an index into them).
+    const std::vector<std::string>& topics() const { return topics_; }
+    const std::string& topic_name(std::int32_t topic_index) const {
+        return topics_.at(static_cast<std::size_t>(topic_index));
+    }
     std::int64_t records_since_commit() const { return records_since_commit_; }
     std::int64_t dead_letters_since_commit() const {
         return static_cast<std::int64_t>(dead_.size());
@@ -166,18 +177,18 @@ public:
 
 private:
     enum class Verdict { Staged, Dead, Ask };
-    void count(std::int32_t partition, std::int64_t offset) {
+    void count(core::TopicPartition tp, std::int64_t offset) {
         ++records_since_commit_;
-        next_offsets_[partition] = offset + 1;
+        next_offsets_[tp] = offset + 1;
     }
-    void process_row(std::int32_t partition, std::int64_t offset, const char* payload,
+    void process_row(core::TopicPartition tp, std::int64_t offset, const char* payload,
                      std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
                      core::Millis now, const kafka::KafkaHeader* headers, std::size_t header_count);
     Verdict fast_record(kafka::Decoded& d, core::Millis now, std::string& reason,
                         std::string& detail);
     Verdict check_record(const kafka::Decoded& d, core::Millis now, std::string& reason,
                          std::string& detail) const;
-    void stage(std::int32_t partition, core::Millis now);
+    void stage(core::TopicPartition tp, core::Millis now);
 
     struct Aggregation {
         std::string name;
@@ -194,6 +205,7 @@ private:
     };
     std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
     std::size_t staged_ = 0;
+    std::vector<std::string> topics_;
     // With columns.
     std::optional<RowPlan> plan_;
     std::size_t max_key_bytes_ = 0;
@@ -203,7 +215,7 @@ private:
     std::vector<int> value_cols_;  // columns an aggregate reads
     bool blocked_ = false;
     struct Waiting {
-        std::int32_t partition = 0;
+        core::TopicPartition tp;
         std::int64_t offset = 0;
         std::string payload;
         bool has_key = false;
@@ -214,8 +226,8 @@ private:
     Waiting blocked_record_;       // partition, offset, payload and clock of the blocked record
     std::deque<Waiting> waiting_;  // records consumed after it
     core::Watermark watermark_;
-    std::map<std::int32_t, std::int64_t> next_offsets_;
-    std::map<std::int32_t, std::int64_t> skipped_;
+    std::map<core::TopicPartition, std::int64_t> next_offsets_;
+    std::map<core::TopicPartition, std::int64_t> skipped_;
     std::vector<DeadLetter> dead_;
     std::int64_t commit_seq_ = 0;
     std::int64_t records_since_commit_ = 0;

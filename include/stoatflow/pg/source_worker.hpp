@@ -39,12 +39,13 @@ private:
     void step();
     bool consume(RecordPath& path, int timeout_ms, core::Millis now);
     bool consume_while_writing(RecordPath& path);
-    void progress_end(std::int32_t p, std::int64_t end);
+    void progress_end(core::TopicPartition tp, std::int64_t end);
     void out_of_range(core::Millis now);
-    void note_skip(RecordPath& path, std::int32_t p, std::int64_t from, std::int64_t to);
+    void note_skip(RecordPath& path, core::TopicPartition tp, std::int64_t from, std::int64_t to);
+    std::string describe(core::TopicPartition tp) const;
     void commit(bool final);
     void log_commit(std::int64_t seq, const CommitCounts& c, double ms);
-    using PartitionStatus = std::vector<std::tuple<std::int32_t, std::int64_t, bool>>;
+    using PartitionStatus = std::vector<std::tuple<core::TopicPartition, std::int64_t, bool>>;
     PartitionStatus partition_status();
     void write_partition_status(const PartitionStatus& status);
     std::string aggregation_signature();
@@ -54,17 +55,17 @@ private:
     const Clock& clock_;
     std::unique_ptr<CommitCycle> pipeline_;
     std::unique_ptr<kafka::Consumer> consumer_;
-    std::string topic_;
-    std::size_t partitions_ = 0;
-    std::map<std::int32_t, std::int64_t> high_;
-    std::map<std::int32_t, bool> idle_shown_;
+    std::vector<std::string> topics_;
+    std::vector<std::size_t> partitions_;  // per topic: how many were assigned
+    std::map<core::TopicPartition, std::int64_t> high_;
+    std::map<core::TopicPartition, bool> idle_shown_;
     std::string signature_;
     StatusRule status_rule_;
     StatusBoard status_board_;
     CommitTimer commit_timer_;
     core::Millis committed_w_ = core::kNoTime;
     bool offsets_moved_ = false;
-    std::map<std::int32_t, core::Millis> out_of_range_;  // partition → when to look again
+    std::map<core::TopicPartition, core::Millis> out_of_range_;  // → when to look again
     bool status_moved_ = false;
     bool eof_seen_ = false;
     bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
