@@ -59,6 +59,8 @@
 #   BENCH_ROLLUP_WORK_MEM=256MB   work_mem of the plain-SQL rollup session
 #   BENCH_PORT=55491     BENCH_KEEP=1 (keep the work directory)   BENCH_BUILD=1 (make install first)
 #   BENCH_TMP=/tmp       where the work directory (data files, PostgreSQL cluster) goes
+#   BENCH_COLUMNS=1      declare the sources with columns (a row type: user_id text, ts bigint,
+#                        amount integer, page text) instead of JSON field paths
 #   BENCH_RESULTS_TSV=FILE   copy the raw measurements there (tab-separated: workload, rep,
 #                        metric, value; metric a/b/c_copy/c_rollup are seconds), and the notes
 #                        (workload, name, value: events, keys, ...) to FILE.meta
@@ -210,6 +212,12 @@ SF_WINDOW[dense]="stoatflow.tumbling('1 hour')"
 SF_WINDOW[sparse]="stoatflow.tumbling('1 minute')"
 SF_WINDOW[hopping]="stoatflow.hopping('10 minutes', '2 minutes')"
 SF_WINDOW[sparse_close]=${SF_WINDOW[sparse]}
+# BENCH_COLUMNS=1: the sources declare a row type (issue 12), so records take the columns path
+# (extract, fast-lane conversion) instead of 0.1's field paths; same results.
+SF_COLUMNS=
+if [ "${BENCH_COLUMNS:-0}" = 1 ]; then
+    SF_COLUMNS=", columns => 'user_id text, ts bigint, amount integer, page text'"
+fi
 SF_AGGS[dense]="count(*) AS n, sum(amount) AS total, max(amount) AS max_amount"
 SF_AGGS[sparse]="count(*) AS n, sum(amount) AS total"
 SF_AGGS[hopping]="count(*) AS n, sum(amount) AS total"
@@ -325,7 +333,7 @@ run_one() {
     out=$(sql -At -v brokers="$KAFKA_BROKERS" <<SQL
 BEGIN;
 SELECT stoatflow.create_source('$src', '$topic', :'brokers', key => 'user_id', event_time => 'ts',
-                               max_out_of_orderness => '${OOO[$wl]}');
+                               max_out_of_orderness => '${OOO[$wl]}'$SF_COLUMNS);
 SELECT stoatflow.create_aggregation('$agg', '$src', ${SF_WINDOW[$wl]}, '${SF_AGGS[$wl]}', '$sink',
                                     emit => '${EMIT[$wl]}');
 COMMIT;
@@ -456,6 +464,7 @@ note _run broker "$(bench_broker_describe); topics produced with kcat -z lz4"
 note _run settings "shared_buffers=1GB synchronous_commit=on max_wal_size=4GB checkpoint_timeout=30min stoatflow.commit_interval=1000; plain-SQL rollup work_mem=$BENCH_ROLLUP_WORK_MEM; CHECKPOINT before (b) and (c)"
 note _run scale "$(if [ -n "$BENCH_EVENTS" ]; then echo "BENCH_EVENTS=$BENCH_EVENTS"; else echo "BENCH_SCALE=$BENCH_SCALE: $KEYS keys"; fi)$(if [ "$SMOKE" = 1 ]; then echo ' (SMOKE)'; fi)"
 note _run stoatflow "$so_identity (installed when the run started; repository HEAD $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
+note _run columns "$(if [ "${BENCH_COLUMNS:-0}" = 1 ]; then echo "sources declared with columns (row type)"; else echo "sources declared with JSON field paths (0.1)"; fi)"
 note _run reps "$BENCH_REPS$(if [ "$BENCH_PROFILE" = 1 ]; then echo '; PROFILE run: pg_stat_statements loaded, numbers include its overhead'; fi)"
 note _run runtime "$runtime s (whole script, including data generation and produce)"
 

@@ -36,7 +36,7 @@ def main():
     out, md = [], []
     run = meta.get("_run", {})
     md.append("# stoatflow end-to-end benchmark, %s\n" % run.get("date", "?"))
-    for k in ("machine", "postgres", "stoatflow", "broker", "librdkafka", "settings", "scale", "reps", "runtime", "warning"):
+    for k in ("machine", "postgres", "stoatflow", "broker", "librdkafka", "settings", "columns", "scale", "reps", "runtime", "warning"):
         if k in run:
             md.append("- %s: %s" % (k, run[k]))
     md.append("")
