@@ -6,17 +6,7 @@
 #include "stoatflow/core/utf8.hpp"
 #include "stoatflow/kafka/json_text.hpp"
 #include "stoatflow/kafka/limits.hpp"
-
-// Match the packaged library's build (its pkg-config Cflags), whichever build compiles us.
-#ifndef SIMDJSON_THREADS_ENABLED
-#define SIMDJSON_THREADS_ENABLED 1
-#endif
-// Without NDEBUG (the PGXS build) simdjson turns on its development checks, which cost speed
-// and abort() on API misuse inside the server. Off unless asked for: the fuzzer turns them on.
-#ifndef SIMDJSON_DEVELOPMENT_CHECKS
-#define SIMDJSON_DEVELOPMENT_CHECKS 0
-#endif
-#include <simdjson.h>
+#include "json_walk.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -49,14 +39,6 @@ struct Slot {
     double d = 0;
     // String: the unescaped text (in the parser's string buffer); Number: the token as written.
     std::string_view text;
-};
-
-// The configured paths as a trie, so one walk serves all of them. Node 0 is the document root.
-struct PathNode {
-    std::string name;
-    int slot = -1;  // index into slots when a configured path ends here
-    std::vector<int> children;
-    bool visited = false;  // seen in this document (a later duplicate member replaces it)
 };
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -292,22 +274,20 @@ bool parse_iso8601(std::string_view s, Millis& out) {
 
 struct JsonDecoder::Impl {
     DecoderConfig cfg;
-    std::vector<PathNode> nodes;  // nodes[0]: the document root
     std::vector<Slot> slots;
+    std::vector<int>
+        node_slot;  // per trie node: index into slots when a configured path ends there
     int key_slot = -1;
     int time_slot = -1;
     std::vector<int> value_slots;  // -1: count(*), no field
 
-    od::parser parser;
-    std::unique_ptr<char[]> buf;  // payload copy followed by SIMDJSON_PADDING bytes
-    std::size_t buf_cap = 0;
+    json_walk::Walk<Impl> walk;
     std::string detail;
 
     explicit Impl(DecoderConfig c) : cfg(std::move(c)) {
         if (cfg.future_limit != core::kNoTime && cfg.future_limit < 0)
             throw Error(sqlstate::kInvalidParameterValue, "future_limit must not be negative",
                         "Use NULL for no limit, or an interval of zero or more.");
-        nodes.emplace_back();
         key_slot = add_path(cfg.key_path);
         time_slot = add_path(cfg.time_path);
         for (const auto& v : cfg.value_paths) value_slots.push_back(add_path(v));
@@ -322,162 +302,52 @@ struct JsonDecoder::Impl {
         while (start <= path.size()) {
             std::size_t dot = path.find('.', start);
             if (dot == std::string::npos) dot = path.size();
-            const std::string_view name(path.data() + start, dot - start);
-            int child = find_child(node, name);
-            if (child < 0) {
-                child = static_cast<int>(nodes.size());
-                nodes.emplace_back();
-                nodes.back().name = std::string(name);
-                nodes[node].children.push_back(child);
-            }
-            node = child;
+            node = walk.trie.child(node, std::string_view(path.data() + start, dot - start));
             start = dot + 1;
         }
-        if (nodes[node].slot < 0) {
-            nodes[node].slot = static_cast<int>(slots.size());
+        node_slot.resize(walk.trie.nodes.size(), -1);
+        if (node_slot[node] < 0) {
+            node_slot[node] = static_cast<int>(slots.size());
             slots.emplace_back();
         }
-        return nodes[node].slot;
+        return node_slot[node];
     }
 
-    int find_child(int node, std::string_view name) const {
-        for (int c : nodes[node].children)
-            if (nodes[c].name == name) return c;
-        return -1;
+    // ---- the walk's visitor ----
+    static constexpr bool kContainerText = false;
+    bool wants(int node) const { return node_slot[node] >= 0; }
+    void forget(int node) {
+        if (node_slot[node] >= 0) slots[node_slot[node]] = Slot{};
     }
-
-    // A later duplicate member replaces an earlier one (as in jsonb): forget what the
-    // earlier one's subtree filled in.
-    void forget_below(int node) {
-        for (int c : nodes[node].children) {
-            nodes[c].visited = false;
-            if (nodes[c].slot >= 0) slots[nodes[c].slot] = Slot{};
-            forget_below(c);
-        }
-    }
-
-    Slot* slot_of(int node) {
-        return node >= 0 && nodes[node].slot >= 0 ? &slots[nodes[node].slot] : nullptr;
-    }
-
-    // ---- the walk: validates every value (the On-Demand API only checks what is read) ----
-
-    error_code walk_value(od::value& v, int node, int depth) {
-        od::json_type type;
-        if (auto e = v.type().get(type)) return e;
-        Slot* s = slot_of(node);
-        switch (type) {
-        case od::json_type::object: {
-            if (depth >= kMaxDepth) return simdjson::DEPTH_ERROR;
-            od::object o;
-            if (auto e = v.get_object().get(o)) return e;
-            if (s) s->seen = Seen::Object;
-            return walk_object(o, node, depth + 1);
-        }
-        case od::json_type::array: {
-            if (depth >= kMaxDepth) return simdjson::DEPTH_ERROR;
-            od::array a;
-            if (auto e = v.get_array().get(a)) return e;
-            if (s) s->seen = Seen::Array;
-            return walk_array(a, depth + 1);
-        }
-        case od::json_type::string: {
-            std::string_view str;
-            if (auto e = v.get_string().get(str)) return e;
-            if (s) {
-                s->seen = Seen::String;
-                s->text = str;
+    void value(int node, json_walk::Kind kind, std::string_view text, bool integer) {
+        Slot& s = slots[node_slot[node]];
+        switch (kind) {
+        case json_walk::Kind::Object: s.seen = Seen::Object; return;
+        case json_walk::Kind::Array: s.seen = Seen::Array; return;
+        case json_walk::Kind::Null: s.seen = Seen::Null; return;
+        case json_walk::Kind::True:
+        case json_walk::Kind::False:
+            s.seen = Seen::Bool;
+            s.boolean = kind == json_walk::Kind::True;
+            return;
+        case json_walk::Kind::String:
+            s.seen = Seen::String;
+            s.text = text;
+            return;
+        case json_walk::Kind::Number:
+            s.seen = Seen::Number;
+            s.text = text;
+            s.integer = integer;
+            if (integer && integer_token_to_int64(text, s.i)) {
+                s.num = NumKind::Int;
+            } else if (integer && integer_digits(text) <= core::kMaxExactIntegerDigits) {
+                s.num = NumKind::Big;
+                s.big = integer_token_to_int128(text);
+            } else {
+                s.num = token_to_double(text, s.d) ? NumKind::Double : NumKind::Overflow;
             }
-            return simdjson::SUCCESS;
+            return;
         }
-        case od::json_type::number: {
-            const std::string_view tok = trim_json_ws(v.raw_json_token());
-            bool integer = false;
-            if (!json_number(tok, integer)) return simdjson::NUMBER_ERROR;
-            if (s) {
-                s->seen = Seen::Number;
-                s->text = tok;
-                s->integer = integer;
-                if (integer && integer_token_to_int64(tok, s->i)) {
-                    s->num = NumKind::Int;
-                } else if (integer && integer_digits(tok) <= core::kMaxExactIntegerDigits) {
-                    s->num = NumKind::Big;
-                    s->big = integer_token_to_int128(tok);
-                } else {
-                    s->num = token_to_double(tok, s->d) ? NumKind::Double : NumKind::Overflow;
-                }
-            }
-            return simdjson::SUCCESS;
-        }
-        case od::json_type::boolean: {
-            const std::string_view tok = trim_json_ws(v.raw_json_token());
-            if (tok != "true" && tok != "false") return simdjson::T_ATOM_ERROR;
-            if (s) {
-                s->seen = Seen::Bool;
-                s->boolean = tok == "true";
-            }
-            return simdjson::SUCCESS;
-        }
-        case od::json_type::null: {
-            if (trim_json_ws(v.raw_json_token()) != "null") return simdjson::N_ATOM_ERROR;
-            if (s) s->seen = Seen::Null;
-            return simdjson::SUCCESS;
-        }
-        }
-        return simdjson::TAPE_ERROR;
-    }
-
-    error_code walk_object(od::object& o, int node, int depth) {
-        const bool wanted = node >= 0 && !nodes[node].children.empty();
-        for (auto member : o) {
-            od::field f;
-            if (auto e = std::move(member).get(f)) return e;
-            std::string_view name;
-            if (auto e = f.unescaped_key().get(name)) return e;  // also checks its escapes
-            int child = wanted ? find_child(node, name) : -1;
-            if (child >= 0) {
-                if (nodes[child].visited) forget_below(child);
-                nodes[child].visited = true;
-            }
-            if (auto e = walk_value(f.value(), child, depth)) return e;
-        }
-        return simdjson::SUCCESS;
-    }
-
-    error_code walk_array(od::array& a, int depth) {
-        for (auto element : a) {
-            od::value v;
-            if (auto e = std::move(element).get(v)) return e;
-            if (auto e = walk_value(v, -1, depth)) return e;
-        }
-        return simdjson::SUCCESS;
-    }
-
-    // A scalar document: valid JSON, but not an object. Checks it the same way as above.
-    error_code check_scalar_document(od::document& doc, od::json_type type, std::size_t len) {
-        std::string_view raw;
-        if (auto e = doc.raw_json_token().get(raw)) return e;
-        if (raw.data() + raw.size() != buf.get() + len) return simdjson::TRAILING_CONTENT;
-        const std::string_view tok = trim_json_ws(raw);
-        bool integer = false;
-        switch (type) {
-        case od::json_type::string: {
-            std::string_view str;
-            return doc.get_string().get(str);
-        }
-        case od::json_type::number:
-            return json_number(tok, integer) ? simdjson::SUCCESS : simdjson::NUMBER_ERROR;
-        case od::json_type::boolean:
-            return tok == "true" || tok == "false" ? simdjson::SUCCESS : simdjson::T_ATOM_ERROR;
-        case od::json_type::null: return tok == "null" ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
-        default: return simdjson::TAPE_ERROR;
-        }
-    }
-
-    DecodeError invalid_json(error_code e) {
-        detail = "invalid JSON: ";
-        detail += simdjson::error_message(e);
-        return DecodeError::InvalidJson;
     }
 
     DecodeError field_error(DecodeError e, const std::string& path, const char* what) {
@@ -490,51 +360,12 @@ struct JsonDecoder::Impl {
 
     // Parses the payload and fills the slots.
     DecodeError parse(const char* payload, std::size_t len) {
-        for (auto& n : nodes) n.visited = false;
         for (auto& s : slots) s = Slot{};
-        if (payload == nullptr || len == 0) {
-            detail = "invalid JSON: the payload is empty";
+        od::json_type type;
+        if (const error_code e = walk.run(payload, len, *this, type)) {
+            detail = walk.detail(e);
             return DecodeError::InvalidJson;
         }
-        const std::size_t need = len + simdjson::SIMDJSON_PADDING;
-        if (need > buf_cap) {
-            // Grow by doubling, the parser with the buffer, so a stream of slowly growing
-            // messages does not reallocate on every record.
-            const std::size_t cap = std::max({need, buf_cap * 2, std::size_t{4096}});
-            buf = std::make_unique<char[]>(cap);
-            buf_cap = cap;
-            const error_code e = parser.allocate(cap - simdjson::SIMDJSON_PADDING);
-            if (e == simdjson::MEMALLOC) throw std::bad_alloc();
-            if (e) return invalid_json(e);  // CAPACITY: beyond simdjson's 4 GiB limit
-        }
-        std::memcpy(buf.get(), payload, len);
-        std::memset(buf.get() + len, 0, simdjson::SIMDJSON_PADDING);
-
-        od::document doc;
-        if (auto e = parser.iterate(buf.get(), len, buf_cap).get(doc)) {
-            if (e == simdjson::MEMALLOC) throw std::bad_alloc();
-            return invalid_json(e);
-        }
-        od::json_type type;
-        if (auto e = doc.type().get(type)) return invalid_json(e);
-        error_code e = simdjson::SUCCESS;
-        if (type == od::json_type::object) {
-            od::object o;
-            e = doc.get_object().get(o);
-            if (!e) e = walk_object(o, 0, 1);
-        } else if (type == od::json_type::array) {
-            od::array a;
-            e = doc.get_array().get(a);
-            if (!e) e = walk_array(a, 1);
-        } else {
-            e = check_scalar_document(doc, type, len);
-        }
-        if (!e && (type == od::json_type::object || type == od::json_type::array)) {
-            // Nothing may follow the root container.
-            const error_code at = doc.current_location().error();
-            if (at != simdjson::OUT_OF_BOUNDS) e = simdjson::TRAILING_CONTENT;
-        }
-        if (e) return invalid_json(e);
         if (type != od::json_type::object) {
             detail = "the payload is ";
             detail += kind_name(seen_of(type));
