@@ -38,7 +38,8 @@ public:
     virtual ExternalHandle deserialize(const char* data, std::size_t len) = 0;
     // Whether merge is available (every aggregate has a combinefunc): sessions need it.
     virtual bool can_merge() const = 0;
-    // The heap all live states hold (for worker_memory_limit); an estimate is fine.
+    // The heap all live states hold (for worker_memory_limit), in O(1): kept up to date as
+    // states are made, grown and freed; an estimate is fine.
     virtual std::size_t memory_bytes() const = 0;
 };
 
