@@ -57,6 +57,11 @@ public:
         std::string column_name;
         std::string datatype_name;
         std::string constraint_name;
+        // Positions in the statement (cursorpos) or in an internal query (internalpos, with
+        // that query's text): 1-based characters, 0 for none.
+        int cursorpos = 0;
+        int internalpos = 0;
+        std::string internalquery;
         const char* filename = nullptr;
         int lineno = 0;
         const char* funcname = nullptr;
