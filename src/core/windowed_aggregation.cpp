@@ -516,8 +516,16 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
                                    CommitOutput& out) {
     if (ws.emitted_start != kNoTime && ws.emitted_start != ws.start)
         out.deletes.push_back({key, ws.emitted_start});
-    out.upserts.push_back(SinkRow{key, ws.start, ws.end, ws.max_time, ws.cells, final,
-                                  ws.emitted_start == kNoTime, serialize_external(ws)});
+    // Built in place: no temporary row to move, and the external bytes only when there are.
+    SinkRow& row = out.upserts.emplace_back();
+    row.key = key;
+    row.start = ws.start;
+    row.end = ws.end;
+    row.event_time = ws.max_time;
+    row.cells = ws.cells;
+    row.final = final;
+    row.fresh = ws.emitted_start == kNoTime;
+    if (ext_) ws.ext.serialize(row.external);
     ws.emitted_start = ws.start;
     if (ws.ever_emitted)
         ++stats_.windows_reemitted;
@@ -534,11 +542,15 @@ void WindowedAggregation::tombstone(const std::string& key, const WindowState& w
 
 void WindowedAggregation::state_row(const std::string& key, WindowState& ws, CommitOutput& out,
                                     Millis segment) {
-    out.state.push_back(WindowStateRow{
-        key, ws.start, ws.end, ws.max_time, ws.cells, false,
-        segment == kNoTime ? segment_time(ws) : segment,
-        spec_.kind == WindowKind::Session ? std::optional<Millis>(ws.floor) : std::nullopt,
-        serialize_external(ws)});
+    WindowStateRow& row = out.state.emplace_back();
+    row.key = key;
+    row.start = ws.start;
+    row.end = ws.end;
+    row.event_time = ws.max_time;
+    row.cells = ws.cells;
+    row.segment = segment == kNoTime ? segment_time(ws) : segment;
+    if (spec_.kind == WindowKind::Session) row.floor = ws.floor;
+    if (ext_) ws.ext.serialize(row.external);
     ws.persisted = true;
     ws.dirty = false;
 }

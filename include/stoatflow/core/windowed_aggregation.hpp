@@ -222,11 +222,7 @@ private:
     ExternalState new_external() const {
         return ext_ ? ExternalState::create(*ext_) : ExternalState();
     }
-    std::string serialize_external(const WindowState& ws) const {
-        std::string bytes;
-        if (ext_) ws.ext.serialize(bytes);
-        return bytes;
-    }
+
     void touch(KeyIt kit, WindowState& ws);
     void remove_window(KeyIt kit, std::size_t index);
     // Inserts an empty window at index (memory accounted); invalidates references.
