@@ -70,6 +70,7 @@ std::vector<AnalyzedExpr> analyze_role(const RowDesc* row, Role role, const std:
             f.internalpos = f.cursorpos;
             f.internalquery = text;
             f.cursorpos = 0;
+            f.raise_positions = true;
         }
         throw PgError(std::move(f));
     }

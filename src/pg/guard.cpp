@@ -111,9 +111,13 @@ void capture_current_exception(ErrorData* report) noexcept {
         report->column_name = copy_optional(f.column_name);
         report->datatype_name = copy_optional(f.datatype_name);
         report->constraint_name = copy_optional(f.constraint_name);
-        report->cursorpos = f.cursorpos;
-        report->internalpos = f.internalpos;
-        report->internalquery = copy_optional(f.internalquery);
+        // Positions only when the thrower set them for this error (analyze.cpp): a trapped
+        // error's cursor points into whatever text the trapped call parsed, and its internal
+        // query may be one an outer error callback named (SPI's), not the user's.
+        if (f.raise_positions) {
+            report->internalpos = f.internalpos;
+            report->internalquery = copy_optional(f.internalquery);
+        }
         if (f.filename != nullptr) {
             report->filename = f.filename;
             report->lineno = f.lineno;
