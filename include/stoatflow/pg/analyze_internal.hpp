@@ -58,6 +58,9 @@ void unpin_search_path(int nest);
 // The row from stoatflow.source.columns (jsonb text) plus the metadata columns; type names
 // resolved under the pinned path. ereports 22023 on anything else than the documented shape.
 const RowDesc* row_from_json(const char* json);
+// The byte offset of the first identifier PostgreSQL's scanner would truncate (longer than
+// NAMEDATALEN - 1 bytes), or -1 (analyze_names.cpp).
+int long_identifier(const char* text);
 // Parses, analyzes and judges one text; ereports with positions in a->text.
 void analyze_text(TextAnalysis* a);
 
