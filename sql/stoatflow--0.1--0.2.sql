@@ -95,6 +95,16 @@ CREATE FUNCTION stoatflow._sink_columns(aggregates text,
     OUT column_name text, OUT column_type text, OUT definition text)
 RETURNS SETOF record LANGUAGE C STABLE STRICT
 AS 'MODULE_PATHNAME', 'stoatflow__sink_columns';
+-- Declaration-time analysis (SPEC 11): key, event_time, group_by, filter and the aggregate list
+-- parsed and analyzed by PostgreSQL against a source's row (columns as stored in
+-- stoatflow.source.columns, plus the metadata columns), names looked up under
+-- search_path = pg_catalog, pg_temp; one row per expression and per aggregate call.
+CREATE FUNCTION stoatflow._analyze(columns jsonb, window_kind text, key text, event_time text,
+    group_by text, filter text, aggregates text,
+    OUT role text, OUT ordinal integer, OUT name text, OUT type text, OUT detail jsonb,
+    OUT tree text)
+RETURNS SETOF record LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__analyze';
 CREATE FUNCTION stoatflow._check_field_path(what text, path text)
 RETURNS void LANGUAGE C IMMUTABLE STRICT
 AS 'MODULE_PATHNAME', 'stoatflow__check_field_path';
@@ -712,3 +722,4 @@ COMMENT ON FUNCTION stoatflow._test_decode(text, text[], text[]) IS 'testing too
 REVOKE ALL ON FUNCTION stoatflow._test_fast_convert(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._test_convert(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._test_decode(text, text[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._analyze(jsonb, text, text, text, text, text, text) FROM PUBLIC;

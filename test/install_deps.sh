@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, everything the test suite needs on a fresh Debian 12
 # (only what is missing; apt-get update only if something is): PostgreSQL 15 and its server
-# headers, librdkafka (with its mock cluster), kcat, simdjson, the C++ tool chain, GoogleTest,
-# Google Benchmark, clang's sanitizer runtime and clang-format, and a JDK 17 plus Maven for Apache Kafka.
+# headers, the hll and tdigest extensions (issue 12's sketches), librdkafka (with its mock
+# cluster), kcat, simdjson, the C++ tool chain, GoogleTest, Google Benchmark, clang's sanitizer
+# runtime and clang-format, and a JDK 17 plus Maven for Apache Kafka.
 # Used by .ci/run and `make test`; needs root or sudo.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-packages=(postgresql-15 postgresql-server-dev-15 librdkafka-dev kcat libsimdjson-dev
+packages=(postgresql-15 postgresql-server-dev-15 postgresql-15-hll postgresql-15-tdigest librdkafka-dev kcat libsimdjson-dev
     cmake g++ make pkg-config git libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang clang-format libclang-rt-14-dev libipc-run-perl python3)
 need=()

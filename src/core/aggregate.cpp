@@ -106,7 +106,8 @@ std::vector<AggSpec> normalize_aggregates(std::vector<AggSpec> specs) {
     return specs;
 }
 
-AggLayout::AggLayout(std::vector<AggSpec> specs) : specs_(std::move(specs)) {}
+AggLayout::AggLayout(std::vector<AggSpec> specs, std::shared_ptr<ExternalAggregates> external)
+    : specs_(std::move(specs)), external_(std::move(external)) {}
 
 namespace {
 // Integral doubles inside int64 range sum exactly with the integers.
@@ -383,8 +384,12 @@ namespace {
 bool has_sum(AggFn fn) { return fn == AggFn::Sum || fn == AggFn::Avg; }
 }  // namespace
 
-void AggLayout::serialize(const AggCell* cells, std::string& out,
-                          std::optional<std::int64_t> floor) const {
+void AggLayout::serialize(const AggCell* cells, std::string& out, std::optional<std::int64_t> floor,
+                          const std::string* external) const {
+    if (static_cast<bool>(external) != static_cast<bool>(external_))
+        throw Error(sqlstate::kInternalError,
+                    external_ ? "window state without its external aggregates' state"
+                              : "external state for an aggregation without external aggregates");
     // The 0.1 format unless some integer sum outgrew __int128 (then the wide tail follows).
     bool wide = false;
     for (std::size_t i = 0; i < specs_.size(); ++i)
@@ -427,10 +432,19 @@ void AggLayout::serialize(const AggCell* cells, std::string& out,
         out.push_back(kStateSessionFloor);
         put<std::int64_t>(out, *floor);
     }
+    if (external) {
+        if (external->size() > std::numeric_limits<std::uint32_t>::max())
+            throw Error(sqlstate::kProgramLimitExceeded,
+                        "the external aggregates' state is larger than 4 GB");
+        out.push_back(kStateExternal);
+        put<std::uint32_t>(out, static_cast<std::uint32_t>(external->size()));
+        out += *external;
+    }
 }
 
 std::vector<AggCell> AggLayout::deserialize(const char* data, std::size_t len,
-                                            std::optional<std::int64_t>* floor) const {
+                                            std::optional<std::int64_t>* floor,
+                                            std::string* external) const {
     std::vector<AggCell> cells(specs_.size());
     const char* p = data;
     const std::size_t body = state_v01_size();
@@ -454,7 +468,10 @@ std::vector<AggCell> AggLayout::deserialize(const char* data, std::size_t len,
         }
     }
     if (floor) floor->reset();
-    // The tails: the wide sums, then the floor, each at most once, in that order.
+    if (external) external->clear();
+    bool has_external = false;
+    // The tails: the wide sums, the floor, the external state, each at most once, in that
+    // order.
     p = data + std::min(len, body);
     end = data + len;
     char last = 0;
@@ -466,12 +483,23 @@ std::vector<AggCell> AggLayout::deserialize(const char* data, std::size_t len,
         } else if (tag == kStateSessionFloor && last < tag) {
             const std::int64_t f = get<std::int64_t>(p, end);
             if (floor) *floor = f;
+        } else if (tag == kStateExternal && last < tag && external_) {
+            const std::uint32_t n = get<std::uint32_t>(p, end);
+            if (static_cast<std::size_t>(end - p) < n)
+                throw Error(sqlstate::kDataCorrupted, "window state is truncated",
+                            "The external aggregates' state is shorter than its length says.");
+            if (external) external->assign(p, n);
+            p += n;
+            has_external = true;
         } else {
             throw Error(sqlstate::kDataCorrupted, "window state has trailing bytes",
                         "The state row does not match the aggregation's aggregates.");
         }
         last = tag;
     }
+    if (external_ && !has_external)
+        throw Error(sqlstate::kDataCorrupted, "window state lacks the external aggregates' state",
+                    "The state row does not match the aggregation's aggregates.");
     // isum gets its headroom back for the int64 path.
     for (std::size_t i = 0; i < specs_.size(); ++i)
         if (has_sum(specs_[i].fn)) normalize_sum(cells[i]);

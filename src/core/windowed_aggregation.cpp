@@ -25,16 +25,31 @@ const char* to_string(DropReason r) {
     return r == DropReason::LateWindow ? "late_window" : "late_session";
 }
 
+namespace {
+// The built-in aggregates, checked; none at all is fine when external ones are there.
+std::vector<AggSpec> checked(std::vector<AggSpec> aggregates, bool external) {
+    return external && aggregates.empty() ? aggregates
+                                          : normalize_aggregates(std::move(aggregates));
+}
+}  // namespace
+
 WindowedAggregation::WindowedAggregation(WindowSpec spec, std::vector<AggSpec> aggregates,
                                          EmitStrategy emit, Millis retention,
-                                         Millis segment_interval)
-    : spec_(spec), layout_(normalize_aggregates(std::move(aggregates))), emit_(emit),
+                                         Millis segment_interval,
+                                         std::shared_ptr<ExternalAggregates> external)
+    : spec_(spec), layout_(checked(std::move(aggregates), external != nullptr), external),
+      ext_(layout_.external()), emit_(emit),
       segments_(segment_interval > 0
                     ? SegmentLayout::with_interval(
                           resolve_retention((spec.validate(), spec), retention), segment_interval)
                     : SegmentLayout(resolve_retention((spec.validate(), spec), retention),
                                     spec.length())),
-      grid_(spec) {}
+      grid_(spec) {
+    if (ext_ && spec_.kind == WindowKind::Session && !ext_->can_merge())
+        throw Error(sqlstate::kFeatureNotSupported,
+                    "session windows need aggregates that can be combined",
+                    "Every aggregate of a session window needs a combine function.");
+}
 
 std::size_t WindowedAggregation::keys_with_open_windows() const {
     std::size_t n = 0;
@@ -53,7 +68,7 @@ std::size_t WindowedAggregation::memory_bytes() const {
            calendar_entries_ * sizeof(GridClose) +
            (closes_.size() + evictions_.size()) * sizeof(Pending) +
            dirty_keys_.capacity() * sizeof(KeyIt) + retractions_.capacity() * sizeof(SinkDelete) +
-           tombstones_.capacity() * sizeof(WindowStateRow);
+           tombstones_.capacity() * sizeof(WindowStateRow) + (ext_ ? ext_->memory_bytes() : 0);
 }
 
 WindowedAggregation::WindowState& WindowedAggregation::insert_window(KeyIt kit, std::size_t index) {
@@ -106,7 +121,7 @@ WindowedAggregation::WindowState* WindowedAggregation::find_window(KeyIt kit, Mi
 }
 
 WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit, Millis start,
-                                                                   Millis end) {
+                                                                   Millis end, bool fresh_ext) {
     Windows& m = kit->second.windows;
     const std::size_t i = m.empty() || m.back().start < start ? m.size() : lower_index(m, start);
     assert(i == m.size() || m[i].start != start);
@@ -115,14 +130,16 @@ WindowedAggregation::WindowState& WindowedAggregation::open_window(KeyIt kit, Mi
         m.reserve(static_cast<std::size_t>(grid_.windows_per_record()) + 1);
         window_capacity_ += m.capacity();
     }
-    return init_window(kit, insert_window(kit, i), start, end);
+    return init_window(kit, insert_window(kit, i), start, end, fresh_ext);
 }
 
 WindowedAggregation::WindowState& WindowedAggregation::init_window(KeyIt kit, WindowState& ws,
-                                                                   Millis start, Millis end) {
+                                                                   Millis start, Millis end,
+                                                                   bool fresh_ext) {
     ws.start = start;
     ws.end = end;
     ws.cells = CellArray(layout_.size());
+    if (ext_ && fresh_ext) ws.ext = new_external();
     ++open_windows_;
     ++kit->second.open;
     schedule_close(kit, ws);
@@ -209,8 +226,8 @@ void WindowedAggregation::remove_window(KeyIt kit, std::size_t index) {
 // Records in
 
 void WindowedAggregation::process(std::string_view key, Millis t, const Value* values,
-                                  Millis watermark) {
-    process_one(keys_.find_or_insert(key), t, values, watermark);
+                                  Millis watermark, const void* row) {
+    process_one(keys_.find_or_insert(key), t, values, watermark, row);
 }
 
 void WindowedAggregation::process_batch(const RecordRef* records, std::size_t n) {
@@ -234,13 +251,15 @@ void WindowedAggregation::process_batch(const RecordRef* records, std::size_t n)
         }
         for (std::size_t i = 0; i < m; ++i) {
             const RecordRef& r = records[base + i];
-            process_one(keys_.find_or_insert(r.key, hashes[i]), r.t, r.values, r.watermark);
+            process_one(keys_.find_or_insert(r.key, hashes[i]), r.t, r.values, r.watermark, r.row);
         }
     }
 }
 
-void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, Millis watermark) {
+void WindowedAggregation::process_one(KeyIt kit, Millis t, const Value* values, Millis watermark,
+                                      const void* row) {
     ++stats_.records_in;
+    row_ = row;
     switch (spec_.kind) {
     case WindowKind::Tumbling:
     case WindowKind::Hopping: process_grid(kit, t, values, watermark); break;
@@ -287,7 +306,7 @@ void WindowedAggregation::process_grid(KeyIt kit, Millis t, const Value* values,
 }
 
 void WindowedAggregation::add_to(KeyIt kit, WindowState& ws, Millis t, const Value* values) {
-    layout_.add(ws.cells.data(), values);
+    fold(ws, values);
     ws.max_time = std::max(ws.max_time, t);
     touch(kit, ws);
 }
@@ -335,6 +354,7 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
     auto record = [this](const WindowState& ws) { return is_record_window(ws); };
 
     std::vector<AggCell> left_base, right_base;
+    ExternalState left_ext, right_ext;  // copies, like the cells (empty without ext_)
     bool make_left = false, make_right = false, make_prev_right = false;
     Millis right_max = kNoTime, prev_right_start = 0;
 
@@ -349,8 +369,10 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
                 const Millis pt = p->max_time;
                 const WindowState* r = last_in(m, pt - d + 1, t - d, any);
                 left_base = r ? r->cells : p->cells;
+                if (ext_) left_ext = (r ? r : p)->ext.copy();
             } else {
                 left_base = layout_.empty_state();
+                left_ext = new_external();
             }
         }
         if (!find_window(kit, t + 1)) {
@@ -361,6 +383,7 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
                 const Millis mt = mw->max_time;
                 const WindowState* u = last_in(m, mt - d + 1, t, any);
                 right_base = u ? u->cells : mw->cells;
+                if (ext_) right_ext = (u ? u : mw)->ext.copy();
                 right_max = mt;
                 make_right = true;
             }
@@ -373,20 +396,22 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
 
     // Existing windows containing t.
     for (std::size_t i = lower_index(m, t - d); i < m.size() && m[i].start <= t; ++i) {
-        layout_.add(m[i].cells.data(), values);
+        fold(m[i], values);
         m[i].max_time = std::max(m[i].max_time, t);
         touch(kit, m[i]);
     }
-    auto create = [&](Millis start, std::vector<AggCell>&& cells, Millis max_time, bool add_t) {
-        WindowState& ws = open_window(kit, start, start + d + 1);
+    auto create = [&](Millis start, std::vector<AggCell>&& cells, ExternalState&& ext,
+                      Millis max_time, bool add_t) {
+        WindowState& ws = open_window(kit, start, start + d + 1, false);
         ws.cells = std::move(cells);
+        ws.ext = std::move(ext);
         ws.max_time = max_time;
-        if (add_t) layout_.add(ws.cells.data(), values);
+        if (add_t) fold(ws, values);
         touch(kit, ws);
     };
-    if (make_left) create(t - d, std::move(left_base), t, true);
-    if (make_prev_right) create(prev_right_start, layout_.empty_state(), t, true);
-    if (make_right) create(t + 1, std::move(right_base), right_max, false);
+    if (make_left) create(t - d, std::move(left_base), std::move(left_ext), t, true);
+    if (make_prev_right) create(prev_right_start, layout_.empty_state(), new_external(), t, true);
+    if (make_right) create(t + 1, std::move(right_base), std::move(right_ext), right_max, false);
 }
 
 // Sessions: a record joins every open session whose [first−gap, last+gap] holds it;
@@ -443,7 +468,7 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
             return;
         }
         WindowState& ws = open_window(kit, t, t + 1);
-        layout_.add(ws.cells.data(), values);
+        fold(ws, values);
         ws.max_time = t;
         ws.floor = forgotten_zone(w);
         touch(kit, ws);
@@ -460,6 +485,7 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
     for (std::size_t i = 0; i + 1 < joined.size(); ++i) {
         WindowState& other = m[joined[i]];
         layout_.merge(merged.cells.data(), other.cells.data());
+        if (ext_) merged.ext.merge(other.ext);  // other's state goes with its window below
         merged.end = std::max(merged.end, other.end);
         if (other.emitted_start != kNoTime)
             retractions_.push_back({kit->first, other.emitted_start});
@@ -468,7 +494,7 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
         remove_window(kit, joined[i]);
     }
     remove_window(kit, keep);
-    layout_.add(merged.cells.data(), values);
+    fold(merged, values);
     if (t < merged.start && merged.persisted) {
         // The session's identity (key, first) moves: the old state rows become stale.
         tombstone(kit->first, merged);
@@ -478,7 +504,7 @@ void WindowedAggregation::process_session(KeyIt kit, Millis t, const Value* valu
     merged.end = std::max(merged.end, t + 1);
     merged.max_time = merged.end - 1;
     merged.dirty = false;
-    WindowState& ws = open_window(kit, merged.start, merged.end);
+    WindowState& ws = open_window(kit, merged.start, merged.end, false);
     ws = std::move(merged);
     touch(kit, ws);
 }
@@ -490,8 +516,16 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
                                    CommitOutput& out) {
     if (ws.emitted_start != kNoTime && ws.emitted_start != ws.start)
         out.deletes.push_back({key, ws.emitted_start});
-    out.upserts.push_back(
-        SinkRow{key, ws.start, ws.end, ws.max_time, ws.cells, final, ws.emitted_start == kNoTime});
+    // Built in place: no temporary row to move, and the external bytes only when there are.
+    SinkRow& row = out.upserts.emplace_back();
+    row.key = key;
+    row.start = ws.start;
+    row.end = ws.end;
+    row.event_time = ws.max_time;
+    row.cells = ws.cells;
+    row.final = final;
+    row.fresh = ws.emitted_start == kNoTime;
+    if (ext_) ws.ext.serialize(row.external);
     ws.emitted_start = ws.start;
     if (ws.ever_emitted)
         ++stats_.windows_reemitted;
@@ -501,17 +535,22 @@ void WindowedAggregation::emit_row(const std::string& key, WindowState& ws, bool
 }
 
 void WindowedAggregation::tombstone(const std::string& key, const WindowState& ws) {
-    WindowStateRow row{key, ws.start, ws.end,           ws.max_time,
-                       {},  true,     segment_time(ws), std::nullopt};
+    WindowStateRow row{key,  ws.start,         ws.end,       ws.max_time, {},
+                       true, segment_time(ws), std::nullopt, {}};
     tombstones_.push_back(std::move(row));
 }
 
 void WindowedAggregation::state_row(const std::string& key, WindowState& ws, CommitOutput& out,
                                     Millis segment) {
-    out.state.push_back(WindowStateRow{
-        key, ws.start, ws.end, ws.max_time, ws.cells, false,
-        segment == kNoTime ? segment_time(ws) : segment,
-        spec_.kind == WindowKind::Session ? std::optional<Millis>(ws.floor) : std::nullopt});
+    WindowStateRow& row = out.state.emplace_back();
+    row.key = key;
+    row.start = ws.start;
+    row.end = ws.end;
+    row.event_time = ws.max_time;
+    row.cells = ws.cells;
+    row.segment = segment == kNoTime ? segment_time(ws) : segment;
+    if (spec_.kind == WindowKind::Session) row.floor = ws.floor;
+    if (ext_) ws.ext.serialize(row.external);
     ws.persisted = true;
     ws.dirty = false;
 }
@@ -647,12 +686,25 @@ void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     if (closed && (!(spec_.kind == WindowKind::Sliding || spec_.kind == WindowKind::Session) ||
                    watermark >= eviction_time(row.start, row.end)))
         return;
-    KeyIt kit = keys_.find_or_insert(row.key);
-    if (find_window(kit, row.start)) return;
     if (row.cells.size() != layout_.size())
         throw Error(sqlstate::kDataCorrupted, "restored window state has the wrong aggregates");
-    WindowState& ws = open_window(kit, row.start, row.end);
+    if (!ext_ && !row.external.empty())
+        throw Error(sqlstate::kDataCorrupted,
+                    "restored window state has external aggregates' state the aggregation lacks");
+    KeyIt kit = keys_.find_or_insert(row.key);
+    if (find_window(kit, row.start)) return;
+    ExternalState ext;
+    if (ext_) {
+        try {
+            ext = ExternalState(ext_, ext_->deserialize(row.external.data(), row.external.size()));
+        } catch (...) {
+            if (kit->second.refs == 0 && kit->second.windows.empty()) erase_key(kit);
+            throw;
+        }
+    }
+    WindowState& ws = open_window(kit, row.start, row.end, false);
     ws.cells = row.cells;
+    ws.ext = std::move(ext);
     ws.max_time = row.event_time;
     ws.persisted = true;
     // A session's floor comes with its state; rows without one (written by 0.1) get the

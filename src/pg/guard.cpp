@@ -78,6 +78,9 @@ std::string copy_or_empty(const char* text) {
     fields.column_name = copy_or_empty(edata->column_name);
     fields.datatype_name = copy_or_empty(edata->datatype_name);
     fields.constraint_name = copy_or_empty(edata->constraint_name);
+    fields.cursorpos = edata->cursorpos;
+    fields.internalpos = edata->internalpos;
+    fields.internalquery = copy_or_empty(edata->internalquery);
     fields.filename = edata->filename;
     fields.lineno = edata->lineno;
     fields.funcname = edata->funcname;
@@ -108,6 +111,13 @@ void capture_current_exception(ErrorData* report) noexcept {
         report->column_name = copy_optional(f.column_name);
         report->datatype_name = copy_optional(f.datatype_name);
         report->constraint_name = copy_optional(f.constraint_name);
+        // Positions only when the thrower set them for this error (analyze.cpp): a trapped
+        // error's cursor points into whatever text the trapped call parsed, and its internal
+        // query may be one an outer error callback named (SPI's), not the user's.
+        if (f.raise_positions) {
+            report->internalpos = f.internalpos;
+            report->internalquery = copy_optional(f.internalquery);
+        }
         if (f.filename != nullptr) {
             report->filename = f.filename;
             report->lineno = f.lineno;

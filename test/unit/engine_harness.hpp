@@ -45,16 +45,19 @@ inline std::vector<AggSpec> count_sum() {
 
 class Harness {
 public:
+    // ext: external aggregates (their state goes into Row::values last, as its bytes); each
+    // record is handed to them as the In it came from.
     Harness(WindowSpec spec, EmitStrategy emit = EmitStrategy::OnWindowUpdate, Millis max_ooo = 0,
-            std::vector<AggSpec> aggs = count_sum(), Millis retention = kNoTime)
-        : agg(spec, aggs, emit, retention), wm(max_ooo), spec_(spec), emit_(emit),
-          max_ooo_(max_ooo), aggs_(std::move(aggs)), retention_(retention) {}
+            std::vector<AggSpec> aggs = count_sum(), Millis retention = kNoTime,
+            std::shared_ptr<ExternalAggregates> ext = nullptr)
+        : agg(spec, aggs, emit, retention, 0, ext), wm(max_ooo), spec_(spec), emit_(emit),
+          max_ooo_(max_ooo), aggs_(std::move(aggs)), retention_(retention), ext_(std::move(ext)) {}
 
     // A worker restart after the last commit: a new engine restored from the state rows as
     // recovery reads them (the newest version per window), the watermark
     // restored, the sink kept. Uncommitted records are lost, as in a crash.
     std::unique_ptr<Harness> restarted() const {
-        auto p = std::make_unique<Harness>(spec_, emit_, max_ooo_, aggs_, retention_);
+        auto p = std::make_unique<Harness>(spec_, emit_, max_ooo_, aggs_, retention_, ext_);
         Harness& r = *p;
         r.wm.restore(committed_wm_);
         // Newest version per window across segments: the log is in commit order.
@@ -72,7 +75,7 @@ public:
         const Millis w = wm.observe(r.partition, r.t);
         std::vector<Value> vals(agg.layout().size());
         for (auto& v : vals) v = r.v ? Value::of_int(*r.v) : Value::missing();
-        agg.process(r.key, r.t, vals.data(), w);
+        agg.process(r.key, r.t, vals.data(), w, &r);
     }
     void push(std::initializer_list<In> rs) {
         for (auto& r : rs) push(r);
@@ -94,6 +97,7 @@ public:
         Row r{u.key, u.start, u.end, u.event_time, {}, u.final};
         for (std::size_t i = 0; i < agg.layout().size(); ++i)
             r.values.push_back(agg.layout().as_text(i, u.cells[i]).value_or("NULL"));
+        if (ext_) r.values.push_back(u.external);
         return r;
     }
     std::vector<Row> rows() const {
@@ -114,6 +118,7 @@ private:
     Millis max_ooo_;
     std::vector<AggSpec> aggs_;
     Millis retention_;
+    std::shared_ptr<ExternalAggregates> ext_;
     std::string committed_wm_ = Watermark(0).serialize();
 };
 

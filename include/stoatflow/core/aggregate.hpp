@@ -1,6 +1,7 @@
 // The aggregate functions (count(*), count, sum, min, max, avg): their declaration,
 // output column names and types, and the mergeable per-window state they fold into.
 #pragma once
+#include "stoatflow/core/external_aggregate.hpp"
 #include "stoatflow/core/no_postgres.hpp"
 
 #include <climits>
@@ -160,11 +161,17 @@ private:
     std::size_t size_ = 0;
 };
 
+// The aggregates of one aggregation: the built-in ones (specs, folded in AggCells) and,
+// optionally, external ones whose state only `external` understands (one ExternalState
+// per window for all of them). Whether there are external ones is decided here, once per
+// layout, so the built-in path pays one predictable branch per window touched.
 class AggLayout {
 public:
-    explicit AggLayout(std::vector<AggSpec> specs);
+    explicit AggLayout(std::vector<AggSpec> specs,
+                       std::shared_ptr<ExternalAggregates> external = nullptr);
     const std::vector<AggSpec>& specs() const { return specs_; }
     std::size_t size() const { return specs_.size(); }
+    ExternalAggregates* external() const { return external_.get(); }
 
     std::vector<AggCell> empty_state() const { return std::vector<AggCell>(specs_.size()); }
     // Fold one record (values[i] is the field value for aggregate i) into cells.
@@ -188,20 +195,27 @@ public:
     // whenever every integer sum fits __int128; otherwise the row goes on with a tail: the
     // byte 2 (format version) and each sum/avg cell's ihi (int64), and the 128 bits
     // written are the normalized isum. A session's floor (WindowedAggregation), when given,
-    // follows as one more tail: the byte 3 and the floor (int64).
+    // follows as one more tail: the byte 3 and the floor (int64). A layout with external
+    // aggregates always ends with their state: the byte 4, its length (uint32) and the
+    // bytes ExternalAggregates::serialize wrote (`external`, required for such a layout).
     void serialize(const AggCell* cells, std::string& out,
-                   std::optional<std::int64_t> floor = std::nullopt) const;
+                   std::optional<std::int64_t> floor = std::nullopt,
+                   const std::string* external = nullptr) const;
     // Reads every form (rows written by 0.1 included); the floor into *floor (nullopt when
-    // the row has none). Throws Error (XX001) on a short or malformed buffer.
+    // the row has none), the external state's bytes into *external. Throws Error (XX001) on
+    // a short or malformed buffer, and when the external tail is missing or unexpected.
     std::vector<AggCell> deserialize(const char* data, std::size_t len,
-                                     std::optional<std::int64_t>* floor = nullptr) const;
+                                     std::optional<std::int64_t>* floor = nullptr,
+                                     std::string* external = nullptr) const;
     // Length of a row in the 0.1 format for these aggregates.
     std::size_t state_v01_size() const;
     static constexpr char kStateWideSums = 2;      // version byte of the wide-sums tail
     static constexpr char kStateSessionFloor = 3;  // tag of the floor tail
+    static constexpr char kStateExternal = 4;      // tag of the external aggregates' state
 
 private:
     std::vector<AggSpec> specs_;
+    std::shared_ptr<ExternalAggregates> external_;
 };
 
 std::string int128_to_string(__int128 v);

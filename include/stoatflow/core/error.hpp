@@ -26,6 +26,7 @@ inline constexpr const char* kInvalidTableDefinition = "42P16";
 inline constexpr const char* kWrongObjectType = "42809";
 inline constexpr const char* kInsufficientPrivilege = "42501";
 inline constexpr const char* kNameTooLong = "42622";
+inline constexpr const char* kFeatureNotSupported = "0A000";
 inline constexpr const char* kObjectNotInPrerequisiteState = "55000";
 inline constexpr const char* kLockNotAvailable = "55P03";
 inline constexpr const char* kProgramLimitExceeded = "54000";

@@ -39,6 +39,9 @@ struct WindowStateRow {
     bool removed = false;         // tombstone: a session merged away or moved
     Millis segment = 0;           // segment start this row belongs to
     std::optional<Millis> floor;  // sessions: WindowState::floor (nullopt: not recorded)
+    // The external aggregates' state as ExternalAggregates::serialize wrote it (empty when
+    // the aggregation has none, and in tombstones): bytes, never a live state.
+    std::string external;
 };
 
 // One sink operation.
@@ -52,6 +55,8 @@ struct SinkRow {
     // Never written to the sink before (by this aggregation, under any start): the row can
     // be inserted rather than upserted.
     bool fresh = false;
+    // The external aggregates' state, serialized (the sink writer finalizes from it).
+    std::string external;
 };
 struct SinkDelete {
     std::string key;
@@ -83,13 +88,18 @@ struct AggregationStats {
 class WindowedAggregation {
 public:
     // segment_interval: the interval the catalog stored for this aggregation (its segment
-    // tables are laid out by it); 0 computes it (SegmentLayout's formula).
+    // tables are laid out by it); 0 computes it (SegmentLayout's formula). external: the
+    // aggregates the core cannot fold (may be the only ones: then `aggregates` may be
+    // empty); sessions need them mergeable. The engine keeps it alive while it holds states.
     WindowedAggregation(WindowSpec spec, std::vector<AggSpec> aggregates, EmitStrategy emit,
-                        Millis retention, Millis segment_interval = 0);
+                        Millis retention, Millis segment_interval = 0,
+                        std::shared_ptr<ExternalAggregates> external = nullptr);
 
     // Judge and fold one record against watermark W (already updated with this record).
-    // values[i] is the field value for aggregate i.
-    void process(std::string_view key, Millis t, const Value* values, Millis watermark);
+    // values[i] is the field value for aggregate i; `row` is handed to the external
+    // aggregates' add for every window the record joins.
+    void process(std::string_view key, Millis t, const Value* values, Millis watermark,
+                 const void* row = nullptr);
 
     // The same for a batch of records, in order (each with the watermark it is judged
     // against); lookups are prefetched so the memory latency of records overlaps.
@@ -98,6 +108,7 @@ public:
         Millis t;
         const Value* values;
         Millis watermark;
+        const void* row = nullptr;  // for the external aggregates (see process)
     };
     void process_batch(const RecordRef* records, std::size_t n);
 
@@ -152,6 +163,7 @@ public:
         bool ever_emitted = false;
         bool gone = false;  // leaves memory at the end of this flush
         CellArray cells;
+        ExternalState ext;  // the external aggregates' state (empty when there are none)
     };
 
 private:
@@ -191,15 +203,26 @@ private:
     };
     using Calendar = std::map<Millis, std::vector<GridClose>>;
 
-    void process_one(KeyIt kit, Millis t, const Value* values, Millis w);
+    void process_one(KeyIt kit, Millis t, const Value* values, Millis w, const void* row);
     void process_grid(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_sliding(KeyIt kit, Millis t, const Value* values, Millis w);
     void process_session(KeyIt kit, Millis t, const Value* values, Millis w);
 
     // Inserts a window at its place by start; invalidates references into the key's windows.
-    WindowState& open_window(KeyIt kit, Millis start, Millis end);
-    WindowState& init_window(KeyIt kit, WindowState& ws, Millis start, Millis end);
+    // Its external state is a fresh one unless the caller gives it one (fresh_ext = false).
+    WindowState& open_window(KeyIt kit, Millis start, Millis end, bool fresh_ext = true);
+    WindowState& init_window(KeyIt kit, WindowState& ws, Millis start, Millis end,
+                             bool fresh_ext = true);
     void add_to(KeyIt kit, WindowState& ws, Millis t, const Value* values);
+    // Folds the current record into a window's cells and external state.
+    void fold(WindowState& ws, const Value* values) {
+        layout_.add(ws.cells.data(), values);
+        if (ext_) ws.ext.add(row_);
+    }
+    ExternalState new_external() const {
+        return ext_ ? ExternalState::create(*ext_) : ExternalState();
+    }
+
     void touch(KeyIt kit, WindowState& ws);
     void remove_window(KeyIt kit, std::size_t index);
     // Inserts an empty window at index (memory accounted); invalidates references.
@@ -238,7 +261,9 @@ private:
     }
 
     WindowSpec spec_;
-    AggLayout layout_;
+    AggLayout layout_;  // before keys_: the external aggregates outlive every window
+    ExternalAggregates* ext_ = nullptr;  // layout_.external(), at hand
+    const void* row_ = nullptr;          // the record being processed (for ext_)
     EmitStrategy emit_;
     SegmentLayout segments_;
     WindowAssigner grid_;

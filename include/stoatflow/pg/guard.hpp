@@ -57,6 +57,15 @@ public:
         std::string column_name;
         std::string datatype_name;
         std::string constraint_name;
+        // Positions in the text the trapped call parsed (cursorpos; not raised again by
+        // cpp_call) or in an internal query (internalpos, with that query's text): 1-based
+        // characters, 0 for none.
+        int cursorpos = 0;
+        int internalpos = 0;
+        std::string internalquery;
+        // cpp_call raises internalpos/internalquery again only when this is set (by code that
+        // knows which text the position is in); never the cursor position.
+        bool raise_positions = false;
         const char* filename = nullptr;
         int lineno = 0;
         const char* funcname = nullptr;
