@@ -22,6 +22,13 @@ ALTER TABLE stoatflow.source ADD COLUMN format_options jsonb NOT NULL DEFAULT '{
 
 -- The sink's name, to find it again once it was dropped and created anew (the id changes).
 ALTER TABLE stoatflow.aggregation ADD COLUMN sink_schema text, ADD COLUMN sink_table text;
+
+-- Expressive aggregations (SPEC 11): group_by and filter as declared; `executor` marks an
+-- aggregation run by PostgreSQL's executor (expressions, PostgreSQL aggregates) rather than the
+-- built-in fast path; records its filter skipped are counted in `filtered`.
+ALTER TABLE stoatflow.aggregation ADD COLUMN group_by text, ADD COLUMN filter text,
+    ADD COLUMN executor boolean NOT NULL DEFAULT false;
+ALTER TABLE stoatflow.aggregation_progress ADD COLUMN filtered bigint NOT NULL DEFAULT 0;
 UPDATE stoatflow.aggregation a SET sink_schema = n.nspname, sink_table = c.relname
   FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
  WHERE c.oid = a.sink;
@@ -351,7 +358,9 @@ CREATE FUNCTION stoatflow.create_aggregation(
     aggregates       text,
     sink             text,
     emit             text     DEFAULT 'on_window_update',
-    retention        interval DEFAULT NULL)
+    retention        interval DEFAULT NULL,
+    group_by         text     DEFAULT NULL,
+    filter           text     DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -384,12 +393,48 @@ BEGIN
         END IF;
     END IF;
     PERFORM stoatflow._create_aggregation(aggregation_name, source, "window", aggregates, sch,
-        parts[array_length(parts, 1)], emit, retention);
+        parts[array_length(parts, 1)], emit, retention, group_by, filter);
 END $$;
 
-CREATE OR REPLACE FUNCTION stoatflow._create_aggregation(
+-- An aggregation's sink columns: 0.1's (the built-in fast path), or, run by the executor, the
+-- analysis's (SPEC 11): the key columns (group_by's items, or `key`: the source's key), the
+-- window, the aggregate items, event_time and final.
+CREATE FUNCTION stoatflow._sink_columns_of(src_id integer, window_kind text, aggregates text,
+    group_by text, filter text, exec boolean,
+    OUT column_name text, OUT column_type text, OUT definition text, OUT is_key boolean)
+RETURNS SETOF record LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    src record;
+BEGIN
+    IF NOT exec THEN
+        RETURN QUERY SELECT c.column_name, c.column_type, c.definition, c.column_name = 'key'
+                       FROM stoatflow._sink_columns(aggregates) c;
+        RETURN;
+    END IF;
+    SELECT s.columns, s.key_path, s.event_time_path INTO src FROM stoatflow.source s WHERE s.source_id = src_id;
+    RETURN QUERY
+    WITH a AS (
+        SELECT * FROM stoatflow._analyze(src.columns, window_kind,
+            CASE WHEN group_by IS NULL THEN quote_ident(coalesce(src.key_path, 'kafka_key')) END,
+            quote_ident(coalesce(src.event_time_path, 'kafka_timestamp')), group_by, filter, aggregates))
+    SELECT x.n, x.t, x.d, x.k FROM (
+        SELECT 1 AS part, a.ordinal, CASE a.role WHEN 'key' THEN 'key' ELSE a.name END AS n, a.type AS t,
+               a.type || ' NOT NULL' AS d, true AS k
+          FROM a WHERE a.role = CASE WHEN group_by IS NULL THEN 'key' ELSE 'group_by' END
+        UNION ALL SELECT 2, 1, 'window_start', 'timestamp with time zone', 'timestamp with time zone NOT NULL', false
+        UNION ALL SELECT 2, 2, 'window_end', 'timestamp with time zone', 'timestamp with time zone NOT NULL', false
+        UNION ALL SELECT 3, a.ordinal, a.name, a.type, a.type, false FROM a WHERE a.role = 'aggregate'
+        UNION ALL SELECT 4, 1, 'event_time', 'timestamp with time zone', 'timestamp with time zone NOT NULL', false
+        UNION ALL SELECT 4, 2, 'final', 'boolean', 'boolean NOT NULL DEFAULT false', false
+    ) x ORDER BY x.part, x.ordinal;
+END $$;
+
+DROP FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval);
+CREATE FUNCTION stoatflow._create_aggregation(
     aggregation_name text, source text, win stoatflow."window", aggregates text,
-    sink_schema text, sink_table text, emit text, retention interval)
+    sink_schema text, sink_table text, emit text, retention interval,
+    group_by text DEFAULT NULL, filter text DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -405,6 +450,10 @@ DECLARE
     used_by     text;
     col         record;
     coldefs     text;
+    has_columns boolean;
+    exec        boolean := group_by IS NOT NULL OR filter IS NOT NULL;
+    key_cols    text[];
+    sink_names  text[]; sink_types text[]; sink_defs text[];
 BEGIN
     PERFORM stoatflow._check_name('aggregation', aggregation_name);
     -- PostgreSQL would truncate longer names, and two sinks could become one (SPEC 10).
@@ -440,24 +489,48 @@ BEGIN
         RAISE EXCEPTION 'aggregates must not be NULL' USING ERRCODE = 'null_value_not_allowed',
             HINT = 'For example: ''count(*) AS views, sum(amount) AS revenue''.';
     END IF;
-    SELECT array_agg(p.fn), array_agg(p.field), array_agg(p.column_name)
-      INTO fns, fields, cols FROM stoatflow._parse_aggregates(aggregates) p;
-    -- With columns, an aggregate's field names a column of a number type (declared or metadata).
-    SELECT f INTO used_by FROM unnest(fields) f
-     WHERE f <> '' AND (SELECT s.columns FROM stoatflow.source s WHERE s.source_id = src_id) IS NOT NULL
-       AND coalesce((SELECT stoatflow._base_type((c->>'type')::regtype)
-                       FROM stoatflow.source s, jsonb_array_elements(s.columns) c
-                      WHERE s.source_id = src_id AND c->>'name' = f),
-                    CASE f WHEN 'kafka_partition' THEN 'int4'::regtype WHEN 'kafka_offset' THEN 'int8'::regtype END,
-                    'void'::regtype)
-           <> ALL ('{int2,int4,int8,numeric,float4,float8}'::regtype[])
-     LIMIT 1;
-    IF used_by IS NOT NULL THEN
-        RAISE EXCEPTION 'aggregate field "%" is not a column of a number type of source "%"', used_by, source
-            USING ERRCODE = 'datatype_mismatch',
-                  HINT = 'With columns, count/sum/min/max/avg read a declared smallint, integer, bigint, numeric, real or double precision column by its name.';
+    SELECT s.columns IS NOT NULL INTO has_columns FROM stoatflow.source s WHERE s.source_id = src_id;
+    IF exec AND NOT has_columns THEN
+        RAISE EXCEPTION 'group_by and filter need a source with columns'
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = format('Declare source "%s" with columns => ''name type, ...'' to use expressions.', source);
     END IF;
-    used_by := NULL;
+    -- The built-in fast path takes a 0.1 list (count/sum/min/max/avg over number columns); with
+    -- columns, anything else is PostgreSQL's (SPEC 11).
+    IF NOT exec THEN
+        BEGIN
+            SELECT array_agg(p.fn), array_agg(p.field), array_agg(p.column_name)
+              INTO fns, fields, cols FROM stoatflow._parse_aggregates(aggregates) p;
+        EXCEPTION WHEN syntax_error OR invalid_parameter_value OR feature_not_supported
+                    OR undefined_function OR name_too_long THEN
+            IF NOT has_columns THEN
+                RAISE;
+            END IF;
+            exec := true;
+        END;
+    END IF;
+    -- With columns, a fast-path aggregate reads a column of a number type (declared or metadata).
+    IF has_columns AND NOT exec THEN
+        SELECT f INTO used_by FROM unnest(fields) f
+         WHERE f <> ''
+           AND coalesce((SELECT stoatflow._base_type((c->>'type')::regtype)
+                           FROM stoatflow.source s, jsonb_array_elements(s.columns) c
+                          WHERE s.source_id = src_id AND c->>'name' = f),
+                        CASE f WHEN 'kafka_partition' THEN 'int4'::regtype WHEN 'kafka_offset' THEN 'int8'::regtype END,
+                        'void'::regtype)
+               <> ALL ('{int2,int4,int8,numeric,float4,float8}'::regtype[])
+         LIMIT 1;
+        exec := used_by IS NOT NULL;
+        used_by := NULL;
+    END IF;
+    IF exec THEN
+        fns := '{}'; fields := '{}'; cols := '{}';
+    END IF;
+    SELECT array_agg(c.column_name ORDER BY c.ord), array_agg(c.column_type ORDER BY c.ord),
+           array_agg(c.definition ORDER BY c.ord), array_agg(c.column_name ORDER BY c.ord) FILTER (WHERE c.is_key)
+      INTO sink_names, sink_types, sink_defs, key_cols
+      FROM stoatflow._sink_columns_of(src_id, win.kind, aggregates, group_by, filter, exec)
+           WITH ORDINALITY c(column_name, column_type, definition, is_key, ord);
 
     -- The sink: an existing table must have the right shape and be writable by the owner;
     -- a new one is created in a schema where the owner may create tables.
@@ -483,7 +556,7 @@ BEGIN
                 USING ERRCODE = 'duplicate_object', HINT = 'Give each aggregation a sink of its own.';
         END IF;
         FOR col IN
-            SELECT c.column_name AS name, c.column_type AS type FROM stoatflow._sink_columns(aggregates) c
+            SELECT c.name, c.type FROM unnest(sink_names, sink_types) c(name, type)
         LOOP
             IF NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = sink_oid
                              AND a.attname = col.name AND a.attnum > 0 AND NOT a.attisdropped) THEN
@@ -492,7 +565,8 @@ BEGIN
                           HINT = format('Add it as %s, or let create_aggregation create the sink.', col.type);
             END IF;
             IF (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a
-                 WHERE a.attrelid = sink_oid AND a.attname = col.name) <> col.type THEN
+                 WHERE a.attrelid = sink_oid AND a.attname = col.name)
+               <> format_type(col.type::regtype, NULL) THEN
                 RAISE EXCEPTION 'sink "%" column "%" has type %, expected %', sink_name, col.name,
                     (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
                       WHERE a.attrelid = sink_oid AND a.attname = col.name), col.type
@@ -501,15 +575,16 @@ BEGIN
         END LOOP;
         IF NOT EXISTS (
             SELECT 1 FROM pg_index x
-             WHERE x.indrelid = sink_oid AND x.indisunique AND x.indnkeyatts = 2
+             WHERE x.indrelid = sink_oid AND x.indisunique AND x.indnkeyatts = array_length(key_cols, 1) + 1
                AND x.indexprs IS NULL AND x.indpred IS NULL
                AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
                       FROM unnest(x.indkey) WITH ORDINALITY k(attnum, ord)
                       JOIN pg_attribute a ON a.attrelid = sink_oid AND a.attnum = k.attnum)
-                   = ARRAY['key', 'window_start']) THEN
-            RAISE EXCEPTION 'sink "%" needs a primary key on (key, window_start)', sink_name
+                   = key_cols || 'window_start'::text) THEN
+            RAISE EXCEPTION 'sink "%" needs a primary key on (%)', sink_name,
+                    array_to_string(key_cols || 'window_start'::text, ', ')
                 USING ERRCODE = 'invalid_table_definition',
-                      HINT = 'Every write is an upsert on (key, window_start).';
+                      HINT = format('Every write is an upsert on (%s).', array_to_string(key_cols || 'window_start'::text, ', '));
         END IF;
     ELSE
         IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = sink_schema) THEN
@@ -520,24 +595,26 @@ BEGIN
             RAISE EXCEPTION 'permission denied to create sink table % in schema %', sink_name, sink_schema
                 USING ERRCODE = 'insufficient_privilege';
         END IF;
-        SELECT string_agg(format('%I %s, ', c.column_name, c.definition), '')
-          INTO coldefs FROM stoatflow._sink_columns(aggregates) c;
-        EXECUTE format('CREATE TABLE %s (%s PRIMARY KEY (key, window_start)) '
+        SELECT string_agg(format('%I %s, ', c.name, c.def), '' ORDER BY c.ord)
+          INTO coldefs FROM unnest(sink_names, sink_defs) WITH ORDINALITY c(name, def, ord);
+        EXECUTE format('CREATE TABLE %s (%s PRIMARY KEY (%s)) '
                        -- room on each page, so rewriting a window is a HOT update (no index entry)
                        'WITH (fillfactor = 70)',
-                       sink_name, coldefs);
+                       sink_name, coldefs,
+                       (SELECT string_agg(format('%I', k), ', ') FROM unnest(key_cols || 'window_start'::text) k));
         EXECUTE format('ALTER TABLE %s OWNER TO %s', sink_name, owner_role);
         sink_oid := to_regclass(sink_name);
         EXECUTE format('COMMENT ON TABLE %s IS %L', sink_name,
-            format('stoatflow sink of aggregation %s: %s over %s', aggregation_name, aggregates, source));
+            format('stoatflow sink of aggregation %s: %s over %s%s%s', aggregation_name, aggregates, source,
+                   ' grouped by ' || group_by, ' where ' || filter));
     END IF;
 
     INSERT INTO stoatflow.aggregation (aggregation_name, source_id, kind, size_ms, advance_ms,
         grace_ms, aggregates, agg_functions, agg_fields, agg_columns, sink, emit, retention_ms,
-        segment_interval_ms, owner, sink_schema, sink_table)
+        segment_interval_ms, owner, sink_schema, sink_table, group_by, filter, executor)
     VALUES (aggregation_name, src_id, win.kind, size_ms, advance_ms, grace_ms, aggregates, fns,
         fields, cols, sink_oid, emit, chk.retention_ms, chk.segment_interval_ms, owner_role,
-        sink_schema, sink_table);
+        sink_schema, sink_table, group_by, filter, exec);
     INSERT INTO stoatflow.aggregation_progress (aggregation_id)
     SELECT a.aggregation_id FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name;
 END $$;
@@ -662,7 +739,7 @@ SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
        p.freshness_lag_ms * interval '1 millisecond' AS freshness_lag,
        p.last_error,
        CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END AS status,
-       p.sink_owed
+       p.sink_owed, p.filtered
   FROM stoatflow.aggregation a
   JOIN stoatflow.source s ON s.source_id = a.source_id
   LEFT JOIN stoatflow.aggregation_progress p ON p.aggregation_id = a.aggregation_id
@@ -677,7 +754,8 @@ REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, tex
 REVOKE ALL ON FUNCTION stoatflow._parse_columns(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._base_type(regtype) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_row_column(jsonb, text, text, boolean) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._sink_columns_of(integer, text, text, text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._interval_ms(interval, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._ms_interval(bigint) FROM PUBLIC;
@@ -689,7 +767,7 @@ REVOKE ALL ON FUNCTION stoatflow._check_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._wake_launcher() FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._is_secret_option(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._mask_options(jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._caller_search_path() FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._sink_columns(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_field_path(text, text) FROM PUBLIC;

@@ -107,12 +107,16 @@ void load_columns(SourceDef& s) {
         c.position = r + 1;
         s.columns.push_back(std::move(c));
     }
+    spi_exec(
+        "SELECT columns::pg_catalog.text FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1",
+        {arg_int32(s.id)});
+    s.columns_json = spi_text(0, 1).value_or("[]");
 }
 
 const char* kAggregationColumns =
     "SELECT aggregation_id, aggregation_name, kind, size_ms, advance_ms, grace_ms, agg_functions, "
     "agg_fields, agg_columns, emit, retention_ms, segment_interval_ms, sink::oid, owner::oid, "
-    "sink_schema, sink_table "
+    "sink_schema, sink_table, executor, aggregates, group_by, filter, source_id "
     "FROM stoatflow.aggregation ";
 
 AggregationDef aggregation_from_row(std::uint64_t r) {
@@ -134,6 +138,11 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     a.owner = static_cast<Oid>(*spi_int64(r, 14));
     a.sink_schema = *spi_text(r, 15);
     a.sink_table = *spi_text(r, 16);
+    a.executor = *spi_bool(r, 17);
+    a.aggregates_text = *spi_text(r, 18);
+    a.group_by = spi_text(r, 19);
+    a.filter = spi_text(r, 20);
+    a.source_id = static_cast<std::int32_t>(*spi_int64(r, 21));
     return a;
 }
 }  // namespace

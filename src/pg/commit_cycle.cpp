@@ -22,8 +22,9 @@ extern "C" {
 namespace stoatflow::pg {
 
 RecordPathConfig record_path_config(const SourceDef& src, const std::vector<AggregationDef>& aggs,
-                                    const RowType* row_type) {
+                                    const RowType* row_type, const ExecSet* exec) {
     RecordPathConfig cfg;
+    cfg.executor = exec != nullptr && exec->any();
     cfg.topics = src.topics;
     cfg.decoder.max_key_bytes = src.max_key_bytes;
     cfg.decoder.future_limit = src.future_limit;
@@ -52,15 +53,20 @@ RecordPathConfig record_path_config(const SourceDef& src, const std::vector<Aggr
     }
     cfg.max_out_of_orderness = src.max_out_of_orderness;
     cfg.idle_timeout = src.idle_timeout;
-    for (const auto& a : aggs)
-        cfg.aggregations.push_back(
-            {a.name, a.spec, a.aggregates, a.emit, a.retention, a.segment_interval});
+    for (std::size_t i = 0; i < aggs.size(); ++i) {
+        const AggregationDef& a = aggs[i];
+        cfg.aggregations.push_back({a.name, a.spec, a.aggregates, a.emit, a.retention,
+                                    a.segment_interval,
+                                    exec != nullptr ? exec->external[i] : nullptr});
+    }
     return cfg;
 }
 
 CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations)
     : source_(std::move(source)), row_(make_row(source_)),
-      path_(record_path_config(source_, aggregations, row_ ? &row_->type() : nullptr)) {
+      exec_(make_exec(source_, aggregations, row_.get())),
+      path_(
+          record_path_config(source_, aggregations, row_ ? &row_->type() : nullptr, exec_.get())) {
     if (row_) {
         key_column_ = source_.key_path.empty() ? "kafka_key" : source_.key_path;
         time_column_ =
@@ -111,7 +117,7 @@ void CommitCycle::restore() {
         Aggregation& a = aggs_[i];
         if (spi_exec(
                 "SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
-                "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written "
+                "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written, filtered "
                 "FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
                 {arg_int32(a.def.id)}) > 0) {
             a.base.records_in = *spi_int64(0, 1);
@@ -122,6 +128,7 @@ void CommitCycle::restore() {
             a.base.sessions_merged = *spi_int64(0, 6);
             a.state_rows = *spi_int64(0, 7);
             a.state_bytes = *spi_int64(0, 8);
+            a.base.filtered = *spi_int64(0, 9);
         }
         a.sink.restore(a.def.id);
         a.segments.load();
@@ -164,7 +171,8 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap,
         "windows_reemitted = $7, sessions_merged = $8, state_rows_written = $9, "
         "state_bytes_written = $10, open_windows = $11, keys_with_open_windows = $12, "
         "freshness_lag_ms = coalesce($13, freshness_lag_ms), last_commit_at = pg_catalog.now(), "
-        "last_error = CASE WHEN $14 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $14 END, sink_owed = $15 "
+        "last_error = CASE WHEN $14 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $14 END, sink_owed = $15, "
+        "filtered = $16 "
         "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
         {arg_int32(agg.def.id), frontier == core::kNoTime ? arg_null(INT8OID) : arg_int64(frontier),
          arg_int64(agg.base.records_in + st.records_in),
@@ -175,7 +183,7 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap,
          arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
          arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
          agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag),
-         arg_text(agg.sink.error()), arg_int64(owed)});
+         arg_text(agg.sink.error()), arg_int64(owed), arg_int64(agg.base.filtered + st.filtered)});
 }
 
 void CommitCycle::commit(core::Millis now) { write(path_.take_snapshot(now)); }

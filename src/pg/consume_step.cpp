@@ -99,6 +99,8 @@ void SourceWorker::step() {
         in_transaction([&] {
             while (pipeline_->path().blocked()) pipeline_->resolve_blocked();
         });
+    // Executor mode: every record is converted and evaluated here (SPEC 11).
+    if (pipeline_->path().exec_waiting() > 0) in_transaction([&] { pipeline_->run_executor(); });
     out_of_range(now);
     // Partitions that have never delivered a record but now have some waiting hold the
     // watermark again, so a burst on one partition cannot make the others late.
@@ -163,6 +165,7 @@ bool SourceWorker::consume(RecordPath& path, int timeout_ms, core::Millis now) {
 bool SourceWorker::consume_while_writing(RecordPath& path) {
     if (path.blocked() ||  // waits for the main thread (PostgreSQL)
         path.records_since_commit() >= core::CommitPolicy::kMaxRecordsCatchingUp ||
+        path.exec_waiting() >= kMaxExecWaiting ||
         path.pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp ||
         path.pending_segments() >= core::CommitPolicy::kMaxSegmentsPerCommit)
         return false;
@@ -251,6 +254,8 @@ void SourceWorker::commit(bool final) {
         in_transaction([&] { exists = source_exists(); });
         if (!exists) return;
     }
+    // Executor mode: what was extracted is evaluated first, so the snapshot holds it.
+    if (pipeline_->path().exec_waiting() > 0) in_transaction([&] { pipeline_->run_executor(); });
     const core::Millis w = pipeline_->path().watermark().current();
     const core::Millis now = clock_.now();
     const bool changed = pipeline_->path().records_since_commit() > 0 || offsets_moved_ ||
@@ -261,7 +266,13 @@ void SourceWorker::commit(bool final) {
         // What this commit makes durable is fixed here; while it is written, the next
         // records are already consumed and windowed (not at shutdown: nothing more).
         const auto started = std::chrono::steady_clock::now();
-        const CommitSnapshot snap = pipeline_->path().take_snapshot(commit_timer_.last_commit());
+        // Executor mode: the aggregates' states are serialized by PostgreSQL functions.
+        CommitSnapshot snap;
+        if (pipeline_->executor())
+            in_transaction(
+                [&] { snap = pipeline_->path().take_snapshot(commit_timer_.last_commit()); });
+        else
+            snap = pipeline_->path().take_snapshot(commit_timer_.last_commit());
         const auto status = partition_status();
         committed_w_ = snap.watermark;
         offsets_moved_ = false;

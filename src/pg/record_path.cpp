@@ -10,20 +10,24 @@
 namespace stoatflow::pg {
 
 RecordPath::RecordPath(const RecordPathConfig& config)
-    : decoder_(config.decoder), topics_(config.topics), plan_(config.row),
-      max_key_bytes_(config.decoder.max_key_bytes), future_limit_(config.decoder.future_limit),
+    : executor_(config.executor && config.row), decoder_(config.decoder), topics_(config.topics),
+      plan_(config.row), max_key_bytes_(config.decoder.max_key_bytes),
+      future_limit_(config.decoder.future_limit),
       watermark_(config.max_out_of_orderness, config.idle_timeout) {
     // Values are looked up by field path (0.1) or, with columns, by column name.
     const auto& paths = plan_ ? plan_->names : config.decoder.value_paths;
     if (plan_) {
         extractor_ = std::make_unique<kafka::JsonRowExtractor>(plan_->paths);
         rows_ = kafka::RawRows(plan_->names.size());
+        exec_.rows = kafka::RawRows(plan_->names.size());
+        exec_taken_.rows = kafka::RawRows(plan_->names.size());
     }
     for (const auto& def : config.aggregations) {
         Aggregation a;
         a.name = def.name;
-        a.engine = std::make_unique<core::WindowedAggregation>(def.spec, def.aggregates, def.emit,
-                                                               def.retention, def.segment_interval);
+        a.engine = std::make_unique<core::WindowedAggregation>(
+            def.spec, def.aggregates, def.emit, def.retention, def.segment_interval, def.external);
+        a.executor = def.external != nullptr;
         for (const auto& s : def.aggregates) {
             int idx = -1;
             for (std::size_t i = 0; i < paths.size(); ++i)
@@ -60,8 +64,8 @@ void RecordPath::tick(core::Millis now) {
 }
 
 bool RecordPath::note_end_of_partition(core::TopicPartition tp, std::int64_t offset) {
-    // Records wait behind a blocked one: the position must not pass them.
-    if (blocked_) return false;
+    // Records wait behind a blocked one (or for the executor): the position must not pass them.
+    if (waiting_for_main()) return false;
     auto it = next_offsets_.find(tp);
     if (it != next_offsets_.end() && it->second >= offset) return false;
     next_offsets_[tp] = offset;
@@ -84,6 +88,10 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
                          core::Millis kafka_ts, core::Millis now, const kafka::KafkaHeader* headers,
                          std::size_t header_count) {
     const core::TopicPartition tp{topic_index, partition};
+    if (executor_) {
+        exec_extract(tp, offset, payload, len, key, key_len, kafka_ts, now, headers, header_count);
+        return;
+    }
     if (plan_) {
         if (!blocked_) {
             process_row(tp, offset, payload, len, key, key_len, kafka_ts, now, headers,
@@ -159,6 +167,7 @@ CommitSnapshot RecordPath::take_snapshot(core::Millis now) {
         auto& engine = *aggs_[i].engine;
         engine.flush(snap.watermark, snap.aggs[i].out);
         snap.aggs[i].stats = engine.stats();
+        snap.aggs[i].stats.filtered = aggs_[i].filtered;
         snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());
         snap.aggs[i].keys_with_open_windows =
             static_cast<std::int64_t>(engine.keys_with_open_windows());

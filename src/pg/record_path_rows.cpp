@@ -181,4 +181,103 @@ void RecordPath::resume(const SlowRecord& rec) {
     }
 }
 
+// ---------------------------------------------------------------------------------
+// Executor mode: the consume thread extracts; the main thread converts, evaluates and feeds.
+
+void RecordPath::exec_extract(core::TopicPartition tp, std::int64_t offset, const char* payload,
+                              std::size_t len, const char* key, std::size_t key_len,
+                              core::Millis kafka_ts, core::Millis now,
+                              const kafka::KafkaHeader* headers, std::size_t header_count) {
+    ExecRecord rec;
+    rec.tp = tp;
+    rec.offset = offset;
+    rec.now = now;
+    rec.payload.assign(payload == nullptr ? "" : payload, payload == nullptr ? 0 : len);
+    const std::size_t r = exec_.rows.add_row();
+    kafka::DecodeError e = extractor_->extract(payload, len, exec_.rows, r);
+    std::string detail = extractor_->detail();
+    if (e == kafka::DecodeError::None) {
+        kafka::RecordMeta meta;
+        meta.topic = topic_name(tp.topic);
+        meta.partition = tp.partition;
+        meta.offset = offset;
+        meta.key = key;
+        meta.key_len = key_len;
+        meta.timestamp_ms = kafka_ts;
+        meta.headers = headers;
+        meta.header_count = header_count;
+        if (!kafka::fill_metadata(exec_.rows, r, plan_->paths.size(), meta, detail))
+            e = kafka::DecodeError::InvalidText;
+    }
+    if (e != kafka::DecodeError::None) {
+        exec_.rows.drop_last();
+        rec.reason = kafka::to_string(e);
+        rec.detail = detail;
+    } else {
+        rec.row = r;
+    }
+    exec_.records.push_back(std::move(rec));
+}
+
+const ExecBatch& RecordPath::take_exec_batch() {
+    std::swap(exec_, exec_taken_);
+    exec_.rows.clear();
+    exec_.records.clear();
+    return exec_taken_;
+}
+
+void RecordPath::exec_dead(const ExecRecord& r, const std::string& reason,
+                           const std::string& detail) {
+    count(r.tp, r.offset);
+    exec_note(r, reason, detail);
+}
+
+void RecordPath::exec_note(const ExecRecord& r, const std::string& reason,
+                           const std::string& detail) {
+    dead_.push_back({r.tp, r.offset, reason, detail,
+                     storable_text(r.payload.data(), r.payload.size(), kDeadLetterPayloadBytes)});
+}
+
+void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
+                           const core::Value* values, const ExecFold* folds) {
+    // The checks every record meets (check_record), on the computed time and keys.
+    kafka::Decoded& d = staged_records_[0].record;
+    d.time = time;
+    d.key = key != nullptr ? *key : std::string();
+    std::string reason, detail;
+    if (check_record(d, r.now, reason, detail) != Verdict::Staged) {
+        exec_dead(r, reason, detail);
+        return;
+    }
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        if (!aggs_[i].executor || !folds[i].fold) continue;
+        if (max_key_bytes_ != 0 && folds[i].key.size() > max_key_bytes_) {
+            exec_dead(r, "key_too_long",
+                      "the key of aggregation \"" + aggs_[i].name + "\" is " +
+                          std::to_string(folds[i].key.size()) +
+                          " bytes, longer than max_key_bytes " + std::to_string(max_key_bytes_));
+            return;
+        }
+    }
+    count(r.tp, r.offset);
+    const core::Millis w = watermark_.observe(r.tp.id(), time, r.now);
+    if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = r.now;
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        Aggregation& a = aggs_[i];
+        if (a.executor) {
+            if (!folds[i].fold) {
+                ++a.filtered;
+                continue;
+            }
+            a.engine->process(folds[i].key, time, nullptr, w, folds[i].row);
+            continue;
+        }
+        const std::size_t naggs = a.value_index.size();
+        a.values.resize(naggs);
+        for (std::size_t k = 0; k < naggs; ++k)
+            a.values[k] = a.value_index[k] < 0 ? core::Value::missing() : values[a.value_index[k]];
+        a.engine->process(d.key, time, a.values.data(), w);
+    }
+}
+
 }  // namespace stoatflow::pg

@@ -7,6 +7,7 @@
 
 #include "stoatflow/pg/catalog.hpp"
 #include "stoatflow/pg/commit_cycle.hpp"
+#include "stoatflow/pg/exec_path.hpp"
 #include "stoatflow/pg/rows.hpp"
 #include "stoatflow/pg/segment_store.hpp"
 #include "stoatflow/pg/sink_writer.hpp"
@@ -37,7 +38,8 @@ STOATFLOW_FUNCTION(stoatflow_resync_sink) {
              {arg_int32(def.id)});
     const core::Millis w = committed_watermark(def.id);
 
-    const core::AggLayout layout(def.aggregates);
+    const BackendLayout backend(def);
+    const core::AggLayout& layout = backend.layout();
     const bool on_close = def.emit == core::EmitStrategy::OnWindowClose;
     std::vector<core::SinkRow> rows;
     std::vector<core::SinkDelete> deletes;
@@ -56,6 +58,7 @@ STOATFLOW_FUNCTION(stoatflow_resync_sink) {
         row.end = r.end;
         row.event_time = r.event_time;
         row.cells = r.cells;
+        row.external = r.external;
         row.final = closed;
         rows.push_back(std::move(row));
     });

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,42 @@ std::unique_ptr<CommitCycle::Row> CommitCycle::make_row(const SourceDef& source)
 
 CommitCycle::~CommitCycle() = default;
 
+// A converted row's key (when asked: fast-path aggregations key by it), event time and the
+// values fast-path aggregates read; a reason (time_out_of_range, value_out_of_range) when it
+// cannot be a record.
+void CommitCycle::decode_row(const Datum* values, const bool* nulls, bool want_key,
+                             SlowRecord& rec) const {
+    const RowType& rt = row_->type();
+    const int k = rt.index_of(key_column_), t = rt.index_of(time_column_);
+    if (want_key && !nulls[k]) rec.key = output_text(rt.column(k), values[k]);
+    if (!nulls[t]) {
+        const RowColumn& c = rt.column(t);
+        const Datum v = values[t];
+        if (c.base == TIMESTAMPTZOID) {
+            constexpr int64 shift = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+            const TimestampTz ts = DatumGetTimestampTz(v);
+            if (TIMESTAMP_NOT_FINITE(ts)) {
+                rec.reason = "time_out_of_range";
+                rec.detail = "column \"" + c.name + "\" is " + output_text(c, v);
+                return;
+            }
+            rec.time = core::floor_div(static_cast<core::Millis>(ts) + shift, 1000);
+        } else {
+            rec.time = c.base == INT4OID ? DatumGetInt32(v) : DatumGetInt64(v);
+        }
+    }
+    rec.values.assign(rt.width(), core::Value::missing());
+    for (int c : value_columns_) {
+        if (nulls[c]) continue;
+        std::string why;
+        if (!engine_value(rt.column(c), values[c], rec.values[c], why)) {
+            rec.reason = "value_out_of_range";
+            rec.detail = why;
+            return;
+        }
+    }
+}
+
 void CommitCycle::resolve_blocked() {
     if (!row_ || !path_.blocked()) return;
     const RowType& rt = row_->type();
@@ -105,35 +142,9 @@ void CommitCycle::resolve_blocked() {
                 rec.detail = bad[0];
                 return;
             }
-            const int k = rt.index_of(key_column_), t = rt.index_of(time_column_);
-            if (!nulls[k]) rec.key = output_text(rt.column(k), values[k]);
-            if (!nulls[t]) {
-                const RowColumn& c = rt.column(t);
-                const Datum v = values[t];
-                if (c.base == TIMESTAMPTZOID) {
-                    constexpr int64 shift =
-                        (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
-                    const TimestampTz ts = DatumGetTimestampTz(v);
-                    if (TIMESTAMP_NOT_FINITE(ts)) {
-                        rec.reason = "time_out_of_range";
-                        rec.detail = "column \"" + c.name + "\" is " + output_text(c, v);
-                        return;
-                    }
-                    rec.time = core::floor_div(static_cast<core::Millis>(ts) + shift, 1000);
-                } else {
-                    rec.time = c.base == INT4OID ? DatumGetInt32(v) : DatumGetInt64(v);
-                }
-            }
-            rec.values.assign(rt.width(), core::Value::missing());
-            for (int c : value_columns_) {
-                if (nulls[c]) continue;
-                std::string why;
-                if (!engine_value(rt.column(c), values[c], rec.values[c], why)) {
-                    rec.reason = "value_out_of_range";
-                    rec.detail = why;
-                    return;
-                }
-            }
+            std::unique_ptr<bool[]> isnull(new bool[rt.width()]);
+            for (std::size_t c = 0; c < rt.width(); ++c) isnull[c] = nulls[c];
+            decode_row(values.data(), isnull.get(), true, rec);
         });
     });
     if (!failure.empty()) {

@@ -102,7 +102,8 @@ void SegmentStore::read_windows(const core::AggLayout& layout,
             if (!row.removed) {
                 const auto bytes = spi_bytea(r, 5);
                 if (!bytes) throw Error(sqlstate::kDataCorrupted, "window state row without state");
-                row.cells = layout.deserialize(bytes->data(), bytes->size(), &row.floor);
+                row.cells = layout.deserialize(bytes->data(), bytes->size(), &row.floor,
+                                               layout.external() ? &row.external : nullptr);
             }
             newest[std::move(key)] = {std::move(row), seq};
         }
@@ -155,7 +156,8 @@ SegmentStore::Written SegmentStore::write(const core::AggLayout& layout,
         for (const auto* r : group) {
             if (!r->removed) {
                 bytes.clear();
-                layout.serialize(r->cells.data(), bytes, r->floor);
+                layout.serialize(r->cells.data(), bytes, r->floor,
+                                 layout.external() ? &r->external : nullptr);
                 written.bytes += static_cast<std::int64_t>(bytes.size());
             }
             const Datum row[kCols] = {text_datum(r->key),

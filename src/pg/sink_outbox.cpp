@@ -48,7 +48,9 @@ void outbox_add(std::int32_t aggregation_id, const core::AggLayout& layout,
     std::string bytes;
     for (const auto& [id, u] : last) {
         bytes.clear();
-        if (u) layout.serialize(u->cells.data(), bytes);
+        if (u)
+            layout.serialize(u->cells.data(), bytes, std::nullopt,
+                             layout.external() ? &u->external : nullptr);
         const Datum row[] = {Int32GetDatum(aggregation_id),
                              text_datum(id.first),
                              Int64GetDatum(id.second),
@@ -91,7 +93,8 @@ std::int64_t outbox_flush(const AggregationDef& def, const core::AggLayout& layo
         row.event_time = *spi_int64(r, 4);
         const auto bytes = spi_bytea(r, 5);
         if (!bytes) throw Error(sqlstate::kDataCorrupted, "sink outbox row without state");
-        row.cells = layout.deserialize(bytes->data(), bytes->size());
+        row.cells = layout.deserialize(bytes->data(), bytes->size(), nullptr,
+                                       layout.external() ? &row.external : nullptr);
         row.final = *spi_bool(r, 6);
         rows.push_back(std::move(row));
     }

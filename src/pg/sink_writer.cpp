@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "stoatflow/pg/sink_writer.hpp"
+#include "stoatflow/pg/exec_path.hpp"
 #include "stoatflow/pg/rows.hpp"
 #include "stoatflow/pg/spi.hpp"
 #include "stoatflow/pg/text.hpp"
@@ -31,7 +33,38 @@ extern "C" {
 namespace stoatflow::pg {
 
 namespace {
-constexpr const char* kSinkKey = "key, window_start";  // the sink's conflict target
+
+// What the sink is written as: its columns, and its key (the conflict target: the key
+// columns, then window_start).
+struct SinkShape {
+    Columns cols;
+    std::vector<std::string> key;
+    std::string conflict_target() const {
+        std::string t;
+        for (const auto& k : key) t += (t.empty() ? "" : ", ") + quote_ident(k);
+        return t;
+    }
+};
+
+SinkShape sink_shape(const core::AggLayout& layout) {
+    SinkShape s;
+    if (AggregationExecutor* ex = executor_of(layout)) {
+        for (const auto& c : ex->key_columns()) {
+            s.cols.add(c.name, c.type);
+            s.key.push_back(c.name);
+        }
+        s.cols.add("window_start", TIMESTAMPTZOID);
+        s.cols.add("window_end", TIMESTAMPTZOID);
+        for (const auto& c : ex->item_columns()) s.cols.add(c.name, c.type);
+        s.cols.add("event_time", TIMESTAMPTZOID);
+        s.cols.add("final", BOOLOID);
+    } else {
+        s.cols = sink_columns(layout);
+        s.key.push_back("key");
+    }
+    s.key.push_back("window_start");
+    return s;
+}
 
 std::string sink_display_name(const AggregationDef& def) {
     return quote_ident(def.sink_schema) + "." + quote_ident(def.sink_table);
@@ -65,8 +98,9 @@ void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, 
     if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
         throw Error(sqlstate::kWrongObjectType,
                     "the sink " + name + " of aggregation \"" + def.name + "\" is not a table");
-    const Columns cols = sink_columns(layout);
-    AttrNumber key_att = InvalidAttrNumber, start_att = InvalidAttrNumber;
+    const SinkShape shape = sink_shape(layout);
+    const Columns& cols = shape.cols;
+    std::vector<AttrNumber> key_atts(shape.key.size(), InvalidAttrNumber);
     for (std::size_t c = 0; c < cols.names.size(); ++c) {
         const char* col = cols.names[c].c_str();
         const AttrNumber att = pg_call([&] { return get_attnum(sink, col); });
@@ -87,9 +121,10 @@ void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, 
                     type_name(cols.types[c]),
                 "Change the column back to " + type_name(cols.types[c]) +
                     ": the aggregation writes every window it owes once the sink fits again.");
-        if (cols.names[c] == "key") key_att = att;
-        if (cols.names[c] == "window_start") start_att = att;
+        for (std::size_t k = 0; k < shape.key.size(); ++k)
+            if (cols.names[c] == shape.key[k]) key_atts[k] = att;
     }
+    const int nkey = static_cast<int>(key_atts.size());
     const bool unique = pg_call([&] {
         Relation rel = table_open(sink, NoLock);  // locked by lock_sink
         List* indexes = RelationGetIndexList(rel);
@@ -99,11 +134,13 @@ void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, 
             HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
             if (!HeapTupleIsValid(tup)) continue;
             const auto* idx = reinterpret_cast<Form_pg_index>(GETSTRUCT(tup));
-            if (idx->indisunique && idx->indisvalid && idx->indnkeyatts == 2 &&
+            if (idx->indisunique && idx->indisvalid && idx->indnkeyatts == nkey &&
                 heap_attisnull(tup, Anum_pg_index_indexprs, nullptr) &&
-                heap_attisnull(tup, Anum_pg_index_indpred, nullptr) &&
-                idx->indkey.values[0] == key_att && idx->indkey.values[1] == start_att)
-                found = true;
+                heap_attisnull(tup, Anum_pg_index_indpred, nullptr)) {
+                bool same = true;
+                for (int k = 0; k < nkey; ++k) same &= idx->indkey.values[k] == key_atts[k];
+                found |= same;
+            }
             ReleaseSysCache(tup);
         }
         list_free(indexes);
@@ -113,14 +150,37 @@ void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, 
     if (!unique)
         throw Error(sqlstate::kInvalidTableDefinition,
                     "the sink " + name + " of aggregation \"" + def.name +
-                        "\" has no unique index on (key, window_start)",
-                    "Every write is an upsert on (key, window_start): ALTER TABLE " + name +
-                        " ADD PRIMARY KEY (key, window_start).");
+                        "\" has no unique index on (" + shape.conflict_target() + ")",
+                    "Every write is an upsert on (" + shape.conflict_target() + "): ALTER TABLE " +
+                        name + " ADD PRIMARY KEY (" + shape.conflict_target() + ").");
 }
 
 // The rows' values, row-major in sink_columns order.
 void sink_values(const core::AggLayout& layout, const std::vector<const core::SinkRow*>& rows,
                  std::vector<Datum>& values, std::vector<bool>& nulls) {
+    if (AggregationExecutor* ex = executor_of(layout)) {
+        const std::size_t nk = ex->key_columns().size(), ni = ex->item_columns().size();
+        std::vector<Datum> v(nk + ni);
+        std::unique_ptr<bool[]> n(new bool[nk + ni]);
+        for (const core::SinkRow* u : rows) {
+            ex->sink_values(u->key, u->external, v.data(), n.get());
+            for (std::size_t i = 0; i < nk; ++i) {
+                values.push_back(v[i]);
+                nulls.push_back(n[i]);
+            }
+            values.push_back(millis_to_timestamptz(u->start));
+            values.push_back(millis_to_timestamptz(u->end));
+            nulls.insert(nulls.end(), 2, false);
+            for (std::size_t i = nk; i < nk + ni; ++i) {
+                values.push_back(v[i]);
+                nulls.push_back(n[i]);
+            }
+            values.push_back(millis_to_timestamptz(u->event_time));
+            values.push_back(BoolGetDatum(u->final));
+            nulls.insert(nulls.end(), 2, false);
+        }
+        return;
+    }
     const std::size_t naggs = layout.size(), ncols = naggs + 5;
     values.reserve(rows.size() * ncols);
     nulls.reserve(rows.size() * ncols);
@@ -220,7 +280,33 @@ void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, O
             return quote_qualified_identifier(get_namespace_name(get_rel_namespace(sink)),
                                               get_rel_name(sink));
         });
-        if (!deletes.empty()) {
+        const SinkShape shape = sink_shape(layout);
+        AggregationExecutor* ex = executor_of(layout);
+        if (!deletes.empty() && ex != nullptr) {
+            // Key columns by their text (the executor's encoding), cast back to their types.
+            const auto& kc = ex->key_columns();
+            std::vector<std::vector<Datum>> keys(kc.size());
+            std::vector<Datum> starts;
+            for (const auto& d : deletes) {
+                const std::vector<std::string> texts = ex->key_texts(d.key);
+                for (std::size_t k = 0; k < kc.size(); ++k)
+                    keys[k].push_back(text_datum(texts.at(k)));
+                starts.push_back(millis_to_timestamptz(d.start));
+            }
+            std::vector<SpiArg> args;
+            std::string names, match;
+            for (std::size_t k = 0; k < kc.size(); ++k) {
+                args.push_back({TEXTARRAYOID, make_array(keys[k], {}, TEXTOID)});
+                const std::string col = quote_ident(kc[k].name), dk = "k" + std::to_string(k);
+                names += dk + ", ";
+                match += "t." + col + " = d." + dk + "::" + kc[k].type_name + " AND ";
+            }
+            args.push_back({TIMESTAMPTZARRAYOID, make_array(starts, {}, TIMESTAMPTZOID)});
+            spi_exec("DELETE FROM " + table + " AS t USING " +
+                         unnest_rows(static_cast<int>(kc.size()) + 1) + " AS d(" + names +
+                         "s) WHERE " + match + "t.window_start OPERATOR(pg_catalog.=) d.s",
+                     args);
+        } else if (!deletes.empty()) {
             std::vector<Datum> keys, starts;
             for (const auto& d : deletes) {
                 keys.push_back(text_datum(d.key));
@@ -245,18 +331,19 @@ void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, O
         };
         std::sort(fresh.begin(), fresh.end(), by_pk);
         std::sort(seen.begin(), seen.end(), by_pk);
-        const Columns cols = sink_columns(layout);
+        const Columns& cols = shape.cols;
+        const std::string conflict = shape.conflict_target();
         std::vector<Datum> values;
         std::vector<bool> nulls;
         sink_values(layout, seen, values, nulls);
-        insert_rows(table, cols, values, nulls, kSinkKey);
+        insert_rows(table, cols, values, nulls, conflict);
         if (fresh.empty()) return;
         values.clear();
         nulls.clear();
         sink_values(layout, fresh, values, nulls);
         if (!in_subtransaction(sqlstate::kUniqueViolation,
                                [&] { append_or_insert(sink, table, cols, values, nulls, true); }))
-            insert_rows(table, cols, values, nulls, kSinkKey);
+            insert_rows(table, cols, values, nulls, conflict);
     });
 }
 

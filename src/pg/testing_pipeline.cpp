@@ -86,13 +86,15 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
         const std::int64_t offset = it == pipeline.path().next_offsets().end() ? 0 : it->second;
         const std::string payload = payloads[i].value_or("");
         const std::string* key = keys[i] ? &*keys[i] : nullptr;
-        const std::int64_t before = pipeline.path().dead_letters_since_commit();
         pipeline.path().process(tp.topic, p, offset, payload.data(), payload.size(),
                                 key ? key->data() : nullptr, key ? key->size() : 0,
                                 stamps[i].value_or(core::kNoTime), now);
         while (pipeline.path().blocked()) pipeline.resolve_blocked();
-        dead += pipeline.path().dead_letters_since_commit() - before;
+        // Executor mode: evaluated a batch at a time, as the worker does.
+        if (pipeline.path().exec_waiting() >= kStageRecords) pipeline.run_executor();
     }
+    pipeline.run_executor();
+    dead = pipeline.path().dead_letters_since_commit();
     const core::Millis w = pipeline.path().watermark().current();
     pipeline.commit(now);
     spi.finish();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/exec_path.hpp"
 #include "stoatflow/pg/commit_cycle.hpp"
 #include "stoatflow/pg/rows.hpp"
 #include "stoatflow/pg/segment_store.hpp"
@@ -56,7 +57,9 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
                     "Query the sink table itself; its policies decide which windows you see.");
     const core::Millis w = committed_watermark(def.id);
 
-    core::AggLayout layout(def.aggregates);
+    const BackendLayout backend(def);
+    const core::AggLayout& layout = backend.layout();
+    AggregationExecutor* ex = backend.executor();
     std::vector<core::WindowStateRow> rows;
     SegmentStore segments(def.id, def.segment_interval, def.retention);
     segments.load();
@@ -68,14 +71,26 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     TupleDesc desc = rsinfo->setDesc;
     const int natts = desc->natts;
-    // Column → what fills it: -1 key, -2 start, -3 end, -4 event_time, -5 final, i ≥ 0 aggregate i.
+    // Column → what fills it: -1 key, -2 start, -3 end, -4 event_time, -5 final, i ≥ 0 aggregate i
+    // (with an executor: -1000 - j, its sink value j: key columns, then items).
     std::vector<int> source_of(natts, -100);
+    std::vector<ExecColumn> exec_cols;
+    if (ex != nullptr) {
+        exec_cols = ex->key_columns();
+        exec_cols.insert(exec_cols.end(), ex->item_columns().begin(), ex->item_columns().end());
+    }
     for (int c = 0; c < natts; ++c) {
         Form_pg_attribute att = TupleDescAttr(desc, c);
         if (att->attisdropped) continue;
         const std::string col = NameStr(att->attname);
         Oid want = InvalidOid;
-        if (col == "key")
+        for (std::size_t j = 0; j < exec_cols.size(); ++j)
+            if (exec_cols[j].name == col)
+                source_of[c] = -1000 - static_cast<int>(j), want = exec_cols[j].type;
+        const bool from_executor = source_of[c] <= -1000;
+        if (from_executor) {
+            // a key column or an item of the executor
+        } else if (col == "key")
             source_of[c] = -1, want = TEXTOID;
         else if (col == "window_start")
             source_of[c] = -2, want = TIMESTAMPTZOID;
@@ -95,12 +110,20 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
                         "column \"" + col +
                             "\" of the given row type does not have the sink's type");
     }
+    std::vector<Datum> exec_values(exec_cols.size());
+    std::unique_ptr<bool[]> exec_nulls(new bool[exec_cols.size() + 1]);
     for (const auto& r : rows) {
         std::vector<Datum> values(natts, (Datum)0);
         std::vector<bool> nulls(natts, true);
+        if (ex != nullptr) ex->sink_values(r.key, r.external, exec_values.data(), exec_nulls.get());
         for (int c = 0; c < natts; ++c) {
             const int s = source_of[c];
             bool isnull = false;
+            if (s <= -1000) {
+                values[c] = exec_values[static_cast<std::size_t>(-1000 - s)];
+                nulls[c] = exec_nulls[static_cast<std::size_t>(-1000 - s)];
+                continue;
+            }
             switch (s) {
             case -100: continue;
             case -1:

@@ -83,6 +83,7 @@ struct AggregationStats {
     std::int64_t windows_emitted = 0;    // first emission of a window
     std::int64_t windows_reemitted = 0;  // later emissions of the same window
     std::int64_t sessions_merged = 0;    // sessions absorbed by a merge
+    std::int64_t filtered = 0;  // records the aggregation's filter skipped (counted by the path)
 };
 
 class WindowedAggregation {

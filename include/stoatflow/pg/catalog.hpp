@@ -33,7 +33,8 @@ struct SourceDef {
     // event_time_path then name columns (empty: kafka_key, kafka_timestamp).
     bool has_columns = false;
     std::vector<core::ColumnDecl> columns;
-    Oid owner = InvalidOid;  // created_by: user code of the row type (input functions) runs as it
+    std::string columns_json;  // stoatflow.source.columns as stored (for the analysis)
+    Oid owner = InvalidOid;    // created_by: user code of the row type (input functions) runs as it
 };
 
 struct AggregationDef {
@@ -48,6 +49,12 @@ struct AggregationDef {
     std::string sink_schema;  // the sink's name, to find it again after a re-creation
     std::string sink_table;
     Oid owner = InvalidOid;
+    // Run by PostgreSQL's executor (SPEC 11): aggregates is then the declared SELECT list,
+    // analyzed again when the worker starts (analyze.hpp), and `aggregates` above is empty.
+    bool executor = false;
+    std::int32_t source_id = 0;
+    std::string aggregates_text;
+    std::optional<std::string> group_by, filter;
 };
 
 core::WindowSpec window_spec_from(const std::string& kind, core::Millis size, core::Millis advance,

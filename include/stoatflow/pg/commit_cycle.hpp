@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/executor.hpp"
 #include "stoatflow/pg/row_type.hpp"
 #include "stoatflow/pg/segment_store.hpp"
 #include "stoatflow/pg/sink_writer.hpp"
@@ -31,11 +32,31 @@ struct CommitCounts {
     double sink_ms = 0;   // writing the sink rows and deletes
 };
 
+// A source's executors (SPEC 11): per aggregation, the executor that runs it and the aggregate
+// states its engine keeps (nullptr for the built-in fast path). Destroyed after the engines.
+struct ExecSet {
+    MemoryContext cxt = nullptr;        // the executors' contexts live under this one
+    MemoryContext batch_cxt = nullptr;  // one executor batch's converted rows
+    std::vector<std::unique_ptr<AggregationExecutor>> executors;
+    std::vector<std::shared_ptr<core::ExternalAggregates>> external;
+    bool has_fast = false;  // some aggregation of the source takes the fast path
+    bool any() const {
+        for (const auto& e : executors)
+            if (e) return true;
+        return false;
+    }
+    ExecSet() = default;
+    ExecSet(const ExecSet&) = delete;
+    ExecSet& operator=(const ExecSet&) = delete;
+    ~ExecSet();
+};
+
 // The record path's configuration from the catalog's definitions (row_type: the source's, when
-// it has columns).
+// it has columns; exec: its executors, if any).
 RecordPathConfig record_path_config(const SourceDef& source,
                                     const std::vector<AggregationDef>& aggregations,
-                                    const RowType* row_type = nullptr);
+                                    const RowType* row_type = nullptr,
+                                    const ExecSet* exec = nullptr);
 
 class CommitCycle {
 public:
@@ -46,6 +67,10 @@ public:
     // With columns, in a transaction: converts the record the fast lane left to PostgreSQL
     // (path().blocked()) with PostgreSQL, as the source's owner, and resumes the path.
     void resolve_blocked();
+    // Executor mode, in a transaction: converts and evaluates the records the consume thread
+    // extracted (path().exec_waiting()) and feeds them to the path, in order (exec_run.cpp).
+    void run_executor();
+    bool executor() const { return path_.executor(); }
 
     // Reads committed offsets, the watermark and every aggregation's live windows (SPI connected).
     void restore();
@@ -90,9 +115,15 @@ private:
         ~Row();
     };
     static std::unique_ptr<Row> make_row(const SourceDef& source);
+    static std::unique_ptr<ExecSet> make_exec(const SourceDef& source,
+                                              const std::vector<AggregationDef>& aggregations,
+                                              const Row* row);
+    // A converted row's key (fast-path aggregations), event time and fast-path values.
+    void decode_row(const Datum* values, const bool* nulls, bool want_key, SlowRecord& rec) const;
 
     SourceDef source_;
     std::unique_ptr<Row> row_;
+    std::unique_ptr<ExecSet> exec_;  // before path_: its engines hold the executors' states
     RecordPath path_;
     std::string key_column_, time_column_;  // with columns
     std::vector<int> value_columns_;        // columns an aggregate reads

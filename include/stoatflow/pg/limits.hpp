@@ -39,6 +39,9 @@ constexpr int kPollWhileWritingMs = 20;
 constexpr std::size_t kPollBatch = 10000;
 // Decoded records staged between the decoder and the engines (one cache-friendly batch).
 constexpr std::size_t kStageRecords = 512;
+// Executor mode: records the consume thread extracts ahead of the main thread, at most (while
+// a commit is written; the raw rows of each are kept until evaluated).
+constexpr std::size_t kMaxExecWaiting = 200000;
 
 // The launcher: with no background worker slot free it tries again this often; it lists the
 // sources this often (a committed declaration wakes it sooner).

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,10 @@ struct SlowRecord {
 
 // What a record path is built from (the catalog's source and aggregations, as plain values).
 struct RecordPathConfig {
+    // Executor mode (SPEC 11, a source with aggregations PostgreSQL's executor runs): the
+    // consume thread only extracts records into raw rows; the main thread converts and
+    // evaluates them and feeds each one (RecordPath::exec_*), in order.
+    bool executor = false;
     std::vector<std::string> topics;  // the source's topics; a TopicPartition's topic indexes this
     std::optional<RowPlan> row;       // with columns; then aggregates' fields name columns
     kafka::DecoderConfig decoder;     // value_paths: every field an aggregate reads, once
@@ -88,8 +93,33 @@ struct RecordPathConfig {
         core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
         core::Millis retention = 0;
         core::Millis segment_interval = 0;  // as stored in the catalog
+        // Run by the executor: its records come with exec_feed's folds, its aggregate states
+        // are these (nullptr: the built-in fast path only).
+        std::shared_ptr<core::ExternalAggregates> external;
     };
     std::vector<Aggregation> aggregations;
+};
+
+// Executor mode: one record as the consume thread left it for the main thread.
+struct ExecRecord {
+    core::TopicPartition tp;
+    std::int64_t offset = 0;
+    core::Millis now = 0;
+    std::size_t row = 0;  // its raw row in ExecBatch::rows (when reason is empty)
+    std::string reason;   // not empty: already a dead letter (the record could not be read)
+    std::string detail;
+    std::string payload;  // for a dead letter's payload
+};
+struct ExecBatch {
+    kafka::RawRows rows;
+    std::vector<ExecRecord> records;
+};
+
+// Executor mode: what one record gives one aggregation run by the executor.
+struct ExecFold {
+    bool fold = false;          // false: the aggregation's filter skipped the record
+    std::string_view key;       // the key the executor computed
+    const void* row = nullptr;  // for the external aggregates' add
 };
 
 class RecordPath {
@@ -118,9 +148,30 @@ public:
     // PostgreSQL blocks the path. It and every record after it wait (in order, not counted,
     // their offsets not committed) until the main thread converted it and called resume().
     bool blocked() const { return blocked_; }
+    // Records wait for the main thread (blocked, or extracted in executor mode).
+    bool waiting_for_main() const { return blocked_ || !exec_.records.empty(); }
     // The waiting record as one raw row of the row type.
     const kafka::RawRows& blocked_row() const { return rows_; }
     void resume(const SlowRecord& record);
+
+    // Executor mode. Records extracted and waiting for the main thread:
+    std::size_t exec_waiting() const { return exec_.records.size(); }
+    bool executor() const { return executor_; }
+    // The main thread takes them (valid until the next take); each must then be given, in
+    // order, to exactly one of exec_dead and exec_feed.
+    const ExecBatch& take_exec_batch();
+    void exec_dead(const ExecRecord& r, const std::string& reason, const std::string& detail);
+    // A dead letter for one aggregation only (its key is NULL, its expressions raised an
+    // error): the record itself goes on (exec_feed, or exec_dead when no aggregation keeps it).
+    void exec_note(const ExecRecord& r, const std::string& reason, const std::string& detail);
+    // A record every aggregation noted a dead letter for: consumed, nothing else.
+    void exec_skip(const ExecRecord& r) { count(r.tp, r.offset); }
+    // A record whose event time and keys were computed: judged like any (time range, future
+    // limit, key length: dead letters), then the watermark, then each aggregation folds it:
+    // fast-path ones with `key` and `values` (per column, as SlowRecord::values), executor
+    // ones as folds[i] says (folds has one entry per aggregation; others' are ignored).
+    void exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
+                   const core::Value* values, const ExecFold* folds);
 
     // Wall clock tick: idle partitions may release the watermark.
     void tick(core::Millis now);
@@ -189,6 +240,10 @@ private:
     Verdict check_record(const kafka::Decoded& d, core::Millis now, std::string& reason,
                          std::string& detail) const;
     void stage(core::TopicPartition tp, core::Millis now);
+    void exec_extract(core::TopicPartition tp, std::int64_t offset, const char* payload,
+                      std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
+                      core::Millis now, const kafka::KafkaHeader* headers,
+                      std::size_t header_count);
 
     struct Aggregation {
         std::string name;
@@ -196,7 +251,11 @@ private:
         std::vector<int> value_index;  // per aggregate: index into the decoder's values, -1: none
         std::vector<core::Value> values;  // per staged record, per aggregate
         std::vector<core::WindowedAggregation::RecordRef> refs;
+        bool executor = false;      // fed by exec_feed's folds
+        std::int64_t filtered = 0;  // since the path was built (stats `filtered`)
     };
+    bool executor_ = false;
+    ExecBatch exec_, exec_taken_;
     std::vector<Aggregation> aggs_;
     kafka::JsonDecoder decoder_;
     struct Staged {

@@ -1,0 +1,141 @@
+// An aggregation's executor as the worker builds it, and its aggregate states as the window
+// engine drives them: as the aggregation's owner (SPEC 10: user code never runs as the worker's
+// superuser).
+#include "stoatflow/core/error.hpp"
+
+#include <string>
+
+#include "stoatflow/pg/exec_path.hpp"
+#include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/text.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "utils/memutils.h"
+}
+
+namespace stoatflow::pg {
+
+namespace {
+
+class OwnedAggregates final : public core::ExternalAggregates {
+public:
+    OwnedAggregates(AggregationExecutor& exec, Oid owner)
+        : exec_(exec), inner_(exec.aggregates()), owner_(owner) {}
+    AggregationExecutor& executor() const { return exec_; }
+
+    core::ExternalHandle create() override {
+        core::ExternalHandle h = nullptr;
+        as_role(owner_, [&] { h = inner_.create(); });
+        return h;
+    }
+    void add(core::ExternalHandle h, const void* row) override {
+        as_role(owner_, [&] { inner_.add(h, row); });
+    }
+    void merge(core::ExternalHandle into, core::ExternalHandle from) override {
+        as_role(owner_, [&] { inner_.merge(into, from); });
+    }
+    core::ExternalHandle copy(core::ExternalHandle h) override {
+        core::ExternalHandle c = nullptr;
+        as_role(owner_, [&] { c = inner_.copy(h); });
+        return c;
+    }
+    void destroy(core::ExternalHandle h) noexcept override { inner_.destroy(h); }
+    void serialize(core::ExternalHandle h, std::string& out) override {
+        as_role(owner_, [&] { inner_.serialize(h, out); });
+    }
+    core::ExternalHandle deserialize(const char* data, std::size_t len) override {
+        core::ExternalHandle h = nullptr;
+        as_role(owner_, [&] { h = inner_.deserialize(data, len); });
+        return h;
+    }
+    bool can_merge() const override { return inner_.can_merge(); }
+    std::size_t memory_bytes() const override { return inner_.memory_bytes(); }
+
+private:
+    AggregationExecutor& exec_;
+    core::ExternalAggregates& inner_;
+    Oid owner_;
+};
+
+}  // namespace
+
+void as_role(Oid role, const std::function<void()>& f) {
+    Oid saved_user;
+    int saved_ctx;
+    GetUserIdAndSecContext(&saved_user, &saved_ctx);
+    SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE |
+                                     SECURITY_RESTRICTED_OPERATION);
+    try {
+        f();
+    } catch (...) {
+        SetUserIdAndSecContext(saved_user, saved_ctx);
+        throw;
+    }
+    SetUserIdAndSecContext(saved_user, saved_ctx);
+}
+
+std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
+                                                   const AggregationDef& def, const RowType& row,
+                                                   MemoryContext parent) {
+    DeclarationTexts t;
+    t.columns_json = source.columns_json;
+    t.window_kind = def.spec.kind;
+    // As create_aggregation analyzed it (_sink_columns_of): the source's key when there is
+    // no group_by, its event time column.
+    if (!def.group_by) t.key = quote_ident(source.key_path.empty() ? "kafka_key" : source.key_path);
+    t.event_time =
+        quote_ident(source.event_time_path.empty() ? "kafka_timestamp" : source.event_time_path);
+    t.group_by = def.group_by;
+    t.filter = def.filter;
+    t.aggregates = def.aggregates_text;
+    std::unique_ptr<AggregationExecutor> exec;
+    try {
+        run_as_owner(def.owner, [&] {
+            const Analysis a = analyze_declaration(t);
+            exec = std::make_unique<AggregationExecutor>(a, row, parent);
+        });
+    } catch (const Error& e) {
+        throw Error(e.sqlstate(), "aggregation \"" + def.name + "\": " + e.what(),
+                    "Its declaration no longer analyzes as it did (an object it uses was "
+                    "dropped or changed): drop the aggregation and declare it again.");
+    }
+    return exec;
+}
+
+std::shared_ptr<core::ExternalAggregates> owned_aggregates(AggregationExecutor& exec, Oid owner) {
+    return std::make_shared<OwnedAggregates>(exec, owner);
+}
+
+BackendLayout::BackendLayout(const AggregationDef& def) {
+    if (!def.executor) {
+        layout_ = std::make_unique<core::AggLayout>(def.aggregates);
+        return;
+    }
+    const auto source = load_source_by_id(def.source_id);
+    if (!source)
+        throw Error(sqlstate::kUndefinedObject,
+                    "the source of aggregation \"" + def.name + "\" is gone");
+    cxt_ = pg_call([] {
+        return AllocSetContextCreate(CurrentMemoryContext, "stoatflow backend executor",
+                                     ALLOCSET_DEFAULT_SIZES);
+    });
+    row_.emplace(source->columns, cxt_);
+    exec_ = make_executor(*source, def, *row_, cxt_);
+    layout_ =
+        std::make_unique<core::AggLayout>(def.aggregates, owned_aggregates(*exec_, def.owner));
+}
+
+BackendLayout::~BackendLayout() {
+    layout_.reset();
+    exec_.reset();
+    row_.reset();
+    if (cxt_ != nullptr) MemoryContextDelete(cxt_);
+}
+
+AggregationExecutor* executor_of(const core::AggLayout& layout) {
+    const auto* owned = dynamic_cast<const OwnedAggregates*>(layout.external());
+    return owned ? &owned->executor() : nullptr;
+}
+
+}  // namespace stoatflow::pg

@@ -1,0 +1,207 @@
+// Executor mode on the main thread (SPEC 11): the records the consume thread extracted are
+// converted (RowType, as the source's owner), evaluated by each aggregation's executor (as that
+// aggregation's owner) and fed to the record path in order. A record whose expressions raise an
+// error is a dead letter (expression_error); an error while folding (an aggregate's transition
+// function) fails the worker, which starts over from the committed state.
+#include "stoatflow/core/error.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/commit_cycle.hpp"
+#include "stoatflow/pg/exec_path.hpp"
+#include "stoatflow/pg/spi.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+}
+
+namespace stoatflow::pg {
+
+ExecSet::~ExecSet() {
+    executors.clear();
+    external.clear();
+    if (cxt != nullptr) MemoryContextDelete(cxt);
+}
+
+std::unique_ptr<ExecSet> CommitCycle::make_exec(const SourceDef& source,
+                                                const std::vector<AggregationDef>& aggregations,
+                                                const Row* row) {
+    bool any = false;
+    for (const auto& a : aggregations) any |= a.executor;
+    if (!any || row == nullptr) return nullptr;
+    auto set = std::make_unique<ExecSet>();
+    set->cxt = pg_call([] {
+        return AllocSetContextCreate(TopMemoryContext, "stoatflow executors",
+                                     ALLOCSET_DEFAULT_SIZES);
+    });
+    set->batch_cxt = pg_call([&] {
+        return AllocSetContextCreate(set->cxt, "stoatflow executor batch", ALLOCSET_DEFAULT_SIZES);
+    });
+    for (const auto& a : aggregations) {
+        if (!a.executor) {
+            set->has_fast = true;
+            set->executors.emplace_back();
+            set->external.emplace_back();
+            continue;
+        }
+        set->executors.push_back(make_executor(source, a, row->type(), set->cxt));
+        set->external.push_back(owned_aggregates(*set->executors.back(), a.owner));
+    }
+    return set;
+}
+
+namespace {
+
+// One record's verdict per aggregation run by the executor.
+struct Verdict {
+    std::string reason;  // not empty: a dead letter for this aggregation (the record goes on)
+    std::string detail;
+};
+
+}  // namespace
+
+void CommitCycle::run_executor() {
+    if (!exec_ || path_.exec_waiting() == 0) return;
+    const ExecBatch& batch = path_.take_exec_batch();
+    const RowType& rt = row_->type();
+    const std::size_t width = rt.width(), n = batch.records.size(), naggs = aggs_.size();
+    MemoryContext outer = CurrentMemoryContext;
+    pg_call([&] {
+        MemoryContextReset(exec_->batch_cxt);
+        MemoryContextSwitchTo(exec_->batch_cxt);
+    });
+    std::vector<Datum> values;
+    std::vector<bool> nulls;
+    std::vector<std::string> bad;
+    std::unique_ptr<bool[]> isnull(new bool[width]);
+    std::vector<ExecFold> folds(naggs);
+    std::vector<std::string> keys(naggs);
+    std::vector<CallInputs> inputs(naggs);
+    std::vector<Verdict> verdicts(naggs);
+    // The record (index) whose evaluation raised an error in these aggregations: evaluated
+    // again without them.
+    std::size_t failed_at = n;
+    std::vector<bool> failed(naggs, false);
+    std::size_t evaluating = naggs;  // the aggregation whose expressions run now
+
+    // One record; false when it is a dead letter as a whole.
+    const auto one = [&](std::size_t i, bool& folding) {
+        const ExecRecord& rec = batch.records[i];
+        if (!rec.reason.empty()) return path_.exec_dead(rec, rec.reason, rec.detail);
+        if (!bad[rec.row].empty()) return path_.exec_dead(rec, "bad_value", bad[rec.row]);
+        const Datum* v = values.data() + rec.row * width;
+        for (std::size_t c = 0; c < width; ++c) isnull[c] = nulls[rec.row * width + c];
+        SlowRecord sr;
+        decode_row(v, isnull.get(), exec_->has_fast, sr);
+        if (!sr.reason.empty()) return path_.exec_dead(rec, sr.reason, sr.detail);
+        if (!sr.time)
+            return path_.exec_dead(rec, "missing_time", "column \"" + time_column_ + "\" is null");
+        if (exec_->has_fast && !sr.key)
+            return path_.exec_dead(rec, "missing_key", "column \"" + key_column_ + "\" is null");
+        bool kept = exec_->has_fast;
+        for (std::size_t a = 0; a < naggs; ++a) {
+            AggregationExecutor* ex = exec_->executors[a].get();
+            if (ex == nullptr) continue;
+            verdicts[a] = {};
+            folds[a] = {};
+            if (failed_at == i && failed[a]) continue;  // its dead letter is noted
+            AggregationExecutor::Outcome o = AggregationExecutor::Outcome::Fold;
+            std::string detail;
+            evaluating = a;
+            as_role(aggs_[a].def.owner,
+                    [&] { o = ex->evaluate(v, isnull.get(), keys[a], inputs[a], detail); });
+            evaluating = naggs;
+            if (o == AggregationExecutor::Outcome::NullKey) {
+                verdicts[a] = {"missing_key",
+                               "aggregation \"" + aggs_[a].def.name + "\": " + detail};
+                continue;
+            }
+            kept = true;
+            folds[a] = {o == AggregationExecutor::Outcome::Fold, keys[a], &inputs[a]};
+        }
+        // Dead for every aggregation (and none takes the fast path): a dead letter as a whole,
+        // as in 0.1 (it does not move the watermark).
+        bool first = !kept;
+        for (std::size_t a = 0; a < naggs; ++a) {
+            if (verdicts[a].reason.empty()) continue;
+            if (first)
+                path_.exec_dead(rec, verdicts[a].reason, verdicts[a].detail);
+            else
+                path_.exec_note(rec, verdicts[a].reason, verdicts[a].detail);
+            first = false;
+        }
+        if (!kept) {
+            if (first) path_.exec_skip(rec);  // its dead letters were noted when they failed
+            return;
+        }
+        folding = true;
+        path_.exec_feed(rec, *sr.time, sr.key ? &*sr.key : nullptr, sr.values.data(), folds.data());
+        folding = false;
+    };
+
+    try {
+        run_as_owner(source_.owner, [&] {
+            if (batch.rows.size() > 0) rt.convert(batch.rows, values, nulls, bad);
+            // One subtransaction per run of records: an error in an aggregation's expressions
+            // rolls it back (PostgreSQL's own cleanup after any error), becomes that
+            // aggregation's dead letter (expression_error), and the record is evaluated again
+            // without it.
+            std::size_t i = 0;
+            while (i < n) {
+                bool folding = false;
+                std::string failure;
+                ResourceOwner owner = CurrentResourceOwner;
+                MemoryContext cxt = CurrentMemoryContext;
+                pg_call([] { BeginInternalSubTransaction(nullptr); });
+                MemoryContextSwitchTo(cxt);
+                try {
+                    for (; i < n; ++i) {
+                        one(i, folding);
+                        if (failed_at == i) {
+                            failed_at = n;
+                            std::fill(failed.begin(), failed.end(), false);
+                        }
+                    }
+                } catch (const Error& e) {
+                    if (folding) {
+                        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+                        MemoryContextSwitchTo(cxt);
+                        CurrentResourceOwner = owner;
+                        throw;
+                    }
+                    failure = e.what();
+                    if (failure.empty()) failure = "error " + e.sqlstate();
+                }
+                if (failure.empty()) {
+                    pg_call([] { ReleaseCurrentSubTransaction(); });
+                } else {
+                    pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
+                }
+                MemoryContextSwitchTo(cxt);
+                CurrentResourceOwner = owner;
+                if (failure.empty()) continue;
+                // Raised outside the aggregations' expressions: the worker starts over.
+                if (evaluating == naggs) throw Error(sqlstate::kInternalError, failure);
+                if (failed_at != i) {
+                    failed_at = i;
+                    std::fill(failed.begin(), failed.end(), false);
+                }
+                failed[evaluating] = true;
+                path_.exec_note(batch.records[i], "expression_error",
+                                "aggregation \"" + aggs_[evaluating].def.name + "\": " + failure);
+                evaluating = naggs;
+            }
+        });
+    } catch (...) {
+        MemoryContextSwitchTo(outer);
+        throw;
+    }
+    MemoryContextSwitchTo(outer);
+}
+
+}  // namespace stoatflow::pg
