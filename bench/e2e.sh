@@ -61,6 +61,11 @@
 #   BENCH_TMP=/tmp       where the work directory (data files, PostgreSQL cluster) goes
 #   BENCH_COLUMNS=1      declare the sources with columns (a row type: user_id text, ts bigint,
 #                        amount integer, page text) instead of JSON field paths
+#   BENCH_EXPR=1         (implies BENCH_COLUMNS=1) the aggregations PostgreSQL's executor runs
+#                        (issue 12): dense groups by a computed key (lower(user_id)) and adds
+#                        sum(amount * 2) FILTER (WHERE page <> '/p/0'); sparse adds hll_add_agg
+#                        and tdigest (the hll and tdigest extensions must be installed). Same
+#                        checks against the plain-SQL rollup (count, sum, max).
 #   BENCH_RESULTS_TSV=FILE   copy the raw measurements there (tab-separated: workload, rep,
 #                        metric, value; metric a/b/c_copy/c_rollup are seconds), and the notes
 #                        (workload, name, value: events, keys, ...) to FILE.meta
@@ -74,6 +79,8 @@ cd "$repo"
 source bench/lib/common.sh
 
 SMOKE=${SMOKE:-0}
+BENCH_EXPR=${BENCH_EXPR:-0}
+[ "$BENCH_EXPR" = 1 ] && BENCH_COLUMNS=1
 if [ "$SMOKE" = 1 ]; then
     BENCH_SCALE=${BENCH_SCALE:-0.02}
     BENCH_REPS=${BENCH_REPS:-1}
@@ -194,6 +201,10 @@ if [ "$BENCH_PROFILE" = 1 ]; then
 fi
 pg_start "$work" "$BENCH_PORT" || bench_die "PostgreSQL did not start"
 sql -c "CREATE EXTENSION stoatflow" >/dev/null
+if [ "$BENCH_EXPR" = 1 ]; then
+    sql -c "CREATE EXTENSION hll" -c "CREATE EXTENSION tdigest" >/dev/null ||
+        bench_die "BENCH_EXPR=1 needs the hll and tdigest extensions (postgresql-15-hll, postgresql-15-tdigest)"
+fi
 [ "$BENCH_PROFILE" = 1 ] && sql -c "CREATE EXTENSION pg_stat_statements" >/dev/null
 bench_log "PostgreSQL $(sql_val 'SHOW server_version') up (socket $work, port $BENCH_PORT)"
 
@@ -222,6 +233,15 @@ SF_AGGS[dense]="count(*) AS n, sum(amount) AS total, max(amount) AS max_amount"
 SF_AGGS[sparse]="count(*) AS n, sum(amount) AS total"
 SF_AGGS[hopping]="count(*) AS n, sum(amount) AS total"
 SF_AGGS[sparse_close]=${SF_AGGS[sparse]}
+# BENCH_EXPR=1: run by PostgreSQL's executor (a computed key, FILTER, extensions' aggregates)
+declare -A SF_GROUP
+if [ "$BENCH_EXPR" = 1 ]; then
+    SF_AGGS[dense]="count(*) AS n, sum(amount) AS total, max(amount) AS max_amount, sum(amount * 2) FILTER (WHERE page <> ''/p/0'') AS total2"
+    SF_AGGS[sparse]="count(*) AS n, sum(amount) AS total, public.hll_cardinality(public.hll_add_agg(public.hll_hash_text(page))) AS pages, public.tdigest_percentile(amount, 100, 0.95) AS p95"
+    SF_AGGS[sparse_close]=${SF_AGGS[sparse]}
+    SF_AGGS[hopping]="count(*) AS n, sum(amount) AS total, sum(amount * 2) FILTER (WHERE page <> ''/p/0'') AS total2"
+    for wl in dense sparse hopping sparse_close; do SF_GROUP[$wl]=", group_by => 'lower(user_id)'"; done
+fi
 EMIT=([dense]=on_window_update [sparse]=on_window_update [hopping]=on_window_update [sparse_close]=on_window_close)
 # on_window_update runs keep every window open (the sinks are compared with the full rollup);
 # the on_window_close run lets them close as the data streams (in order per partition).
@@ -335,7 +355,7 @@ BEGIN;
 SELECT stoatflow.create_source('$src', '$topic', :'brokers', key => 'user_id', event_time => 'ts',
                                max_out_of_orderness => '${OOO[$wl]}'$SF_COLUMNS);
 SELECT stoatflow.create_aggregation('$agg', '$src', ${SF_WINDOW[$wl]}, '${SF_AGGS[$wl]}', '$sink',
-                                    emit => '${EMIT[$wl]}');
+                                    emit => '${EMIT[$wl]}'${SF_GROUP[$wl]:-});
 COMMIT;
 SELECT stoatflow.wait_caught_up('$src', '30 minutes');
 SQL
@@ -464,7 +484,7 @@ note _run broker "$(bench_broker_describe); topics produced with kcat -z lz4"
 note _run settings "shared_buffers=1GB synchronous_commit=on max_wal_size=4GB checkpoint_timeout=30min stoatflow.commit_interval=1000; plain-SQL rollup work_mem=$BENCH_ROLLUP_WORK_MEM; CHECKPOINT before (b) and (c)"
 note _run scale "$(if [ -n "$BENCH_EVENTS" ]; then echo "BENCH_EVENTS=$BENCH_EVENTS"; else echo "BENCH_SCALE=$BENCH_SCALE: $KEYS keys"; fi)$(if [ "$SMOKE" = 1 ]; then echo ' (SMOKE)'; fi)"
 note _run stoatflow "$so_identity (installed when the run started; repository HEAD $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'))"
-note _run columns "$(if [ "${BENCH_COLUMNS:-0}" = 1 ]; then echo "sources declared with columns (row type)"; else echo "sources declared with JSON field paths (0.1)"; fi)"
+note _run columns "$(if [ "$BENCH_EXPR" = 1 ]; then echo "sources declared with columns; aggregations run by PostgreSQL's executor (BENCH_EXPR=1)"; elif [ "${BENCH_COLUMNS:-0}" = 1 ]; then echo "sources declared with columns (row type)"; else echo "sources declared with JSON field paths (0.1)"; fi)"
 note _run reps "$BENCH_REPS$(if [ "$BENCH_PROFILE" = 1 ]; then echo '; PROFILE run: pg_stat_statements loaded, numbers include its overhead'; fi)"
 note _run runtime "$runtime s (whole script, including data generation and produce)"
 

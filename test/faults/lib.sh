@@ -27,6 +27,10 @@ TOPIC=faults
 # partitions): one watermark over topics of different sizes. Used by the scenarios that start
 # with start_stream and produce with produce_chunk(s) (kill9, broker_down, ...).
 FAULTS_TOPICS=${FAULTS_TOPICS:-1}
+# FAULTS_COLUMNS=1: the source declares a row type (columns: the columns path, SPEC 11);
+# FAULTS_COLUMNS=expr: also the aggregations are run by PostgreSQL's executor (group_by, the
+# aggregates' states serialized in the segment tables). Same expected windows either way.
+FAULTS_COLUMNS=${FAULTS_COLUMNS:-0}
 SOURCE=src
 SINK=sink_1m
 PARTITIONS=4
@@ -280,15 +284,18 @@ wait_worker() { # wait_worker [OLD]
 
 setup_pipeline() {
     sql "CREATE EXTENSION stoatflow" >/dev/null
+    local columns="" group=""
+    [ "$FAULTS_COLUMNS" = 0 ] || columns=", columns => 'user_id text, ts bigint, amount integer'"
+    [ "$FAULTS_COLUMNS" = expr ] && group=", group_by => 'user_id'"
     sql "SELECT stoatflow.create_source('$SOURCE', '$(source_topics)', '$KAFKA_BROKERS', key => 'user_id',
-            event_time => 'ts', max_out_of_orderness => '1 hour')" >/dev/null
+            event_time => 'ts', max_out_of_orderness => '1 hour'$columns)" >/dev/null
     # SESSION_GAP (e.g. '30 seconds'): also a session aggregation 'ses' into sink_ses, declared
     # in the same transaction (one psql -c), so that both see every record.
     local ses=""
     [ -z "${SESSION_GAP:-}" ] || ses="; SELECT stoatflow.create_aggregation('ses', '$SOURCE',
-            stoatflow.session('$SESSION_GAP'), 'count(*) AS n, sum(amount) AS total', 'sink_ses')"
+            stoatflow.session('$SESSION_GAP'), 'count(*) AS n, sum(amount) AS total', 'sink_ses'$group)"
     sql "SELECT stoatflow.create_aggregation('agg', '$SOURCE', stoatflow.tumbling('1 minute'),
-            'count(*) AS n, sum(amount) AS total', '$SINK')$ses" >/dev/null
+            'count(*) AS n, sum(amount) AS total', '$SINK'$group)$ses" >/dev/null
 }
 
 wait_caught_up() {
