@@ -116,8 +116,10 @@ BackendLayout::BackendLayout(const AggregationDef& def) {
     if (!source)
         throw Error(sqlstate::kUndefinedObject,
                     "the source of aggregation \"" + def.name + "\" is gone");
+    // Not under the current context: SPI's, which the caller's SpiSession deletes before this
+    // object goes.
     cxt_ = pg_call([] {
-        return AllocSetContextCreate(CurrentMemoryContext, "stoatflow backend executor",
+        return AllocSetContextCreate(TopMemoryContext, "stoatflow backend executor",
                                      ALLOCSET_DEFAULT_SIZES);
     });
     row_.emplace(source->columns, cxt_);

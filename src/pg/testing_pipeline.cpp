@@ -4,6 +4,7 @@
 #include "stoatflow/core/error.hpp"
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -78,12 +79,14 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
     std::int64_t dead = 0;
+    // Offsets as a broker would give them: after the committed position, one per record (the
+    // path's own position moves only as records are evaluated, in executor mode later).
+    std::map<core::TopicPartition, std::int64_t> next = pipeline.path().next_offsets();
     for (std::size_t i = 0; i < parts.size(); ++i) {
         const std::int32_t p = parts[i].value_or(0);
         if (p < 0) throw Error(sqlstate::kInvalidParameterValue, "partition must not be negative");
         const core::TopicPartition tp{topic_of[i], p};
-        auto it = pipeline.path().next_offsets().find(tp);
-        const std::int64_t offset = it == pipeline.path().next_offsets().end() ? 0 : it->second;
+        const std::int64_t offset = next[tp]++;
         const std::string payload = payloads[i].value_or("");
         const std::string* key = keys[i] ? &*keys[i] : nullptr;
         pipeline.path().process(tp.topic, p, offset, payload.data(), payload.size(),
