@@ -122,7 +122,10 @@ void CommitCycle::run_executor() {
                 continue;
             }
             kept = true;
-            folds[a] = {o == AggregationExecutor::Outcome::Fold, keys[a], &inputs[a]};
+            folds[a].fold = o == AggregationExecutor::Outcome::Fold;
+            folds[a].filtered = o == AggregationExecutor::Outcome::Filtered;
+            folds[a].key = keys[a];
+            folds[a].row = &inputs[a];
         }
         // Dead for every aggregation (and none takes the fast path): a dead letter as a whole,
         // as in 0.1 (it does not move the watermark).

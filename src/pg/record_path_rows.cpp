@@ -266,7 +266,7 @@ void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::st
         Aggregation& a = aggs_[i];
         if (a.executor) {
             if (!folds[i].fold) {
-                ++a.filtered;
+                if (folds[i].filtered) ++a.filtered;
                 continue;
             }
             a.engine->process(folds[i].key, time, nullptr, w, folds[i].row);

@@ -117,7 +117,8 @@ struct ExecBatch {
 
 // Executor mode: what one record gives one aggregation run by the executor.
 struct ExecFold {
-    bool fold = false;          // false: the aggregation's filter skipped the record
+    bool fold = false;          // false: not folded, because ...
+    bool filtered = false;      // ... the aggregation's filter skipped it (else: a dead letter)
     std::string_view key;       // the key the executor computed
     const void* row = nullptr;  // for the external aggregates' add
 };
