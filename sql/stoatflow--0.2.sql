@@ -1501,10 +1501,19 @@ AS 'MODULE_PATHNAME', 'stoatflow__test_convert';
 CREATE FUNCTION stoatflow._test_decode(columns text, payloads text[], keys text[] DEFAULT NULL)
 RETURNS jsonb[] LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'stoatflow__test_decode';
+-- An aggregation's executor over payloads (SPEC 11): per key, the states folded in two halves
+-- through serialize, deserialize, copy and merge, then finalized; as {"column": text, ...} per
+-- key in key order, then {"filtered": n} and one {"dead_letter": ...} per record not folded.
+CREATE FUNCTION stoatflow._test_executor(columns text, window_kind text, key text,
+    group_by text, filter text, aggregates text, payloads text[])
+RETURNS SETOF jsonb LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__test_executor';
 COMMENT ON FUNCTION stoatflow._test_fast_convert(text, text) IS 'testing tool only';
 COMMENT ON FUNCTION stoatflow._test_convert(text, text) IS 'testing tool only';
 COMMENT ON FUNCTION stoatflow._test_decode(text, text[], text[]) IS 'testing tool only';
 REVOKE ALL ON FUNCTION stoatflow._test_fast_convert(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._test_convert(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._test_decode(text, text[], text[]) FROM PUBLIC;
+COMMENT ON FUNCTION stoatflow._test_executor(text, text, text, text, text, text, text[]) IS 'testing tool only';
+REVOKE ALL ON FUNCTION stoatflow._test_executor(text, text, text, text, text, text, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._analyze(jsonb, text, text, text, text, text, text) FROM PUBLIC;
