@@ -208,6 +208,35 @@ Datum reparent(const PgAggregates::Call* c, MemoryContext window, Datum nv, bool
     return nv;
 }
 
+// An internal state from serialfn's bytes, owned by `window`. Deserialization functions
+// allocate in CurrentMemoryContext (nodeAgg runs them in per-tuple memory and lets the combine
+// function copy the state into the aggregate context): so they run in the scratch context and
+// a non-strict combinefn(NULL, state) makes the window's own copy; without one, the
+// deserialfn runs in the window's context.
+Datum read_internal(const PgAggregates::Call* c, AggState* agg, Datum bytes, MemoryContext window,
+                    MemoryContext scratch, bool* isnull) {
+    agg->curaggcontext->ecxt_per_tuple_memory = window;
+    const bool via_combine = c->combine && !c->combinefn_strict;
+    if (!via_combine) MemoryContextSwitchTo(window);
+    c->deserial->args[0].value = bytes;
+    c->deserial->args[0].isnull = false;
+    c->deserial->args[1].value = 0;
+    c->deserial->args[1].isnull = false;
+    c->deserial->isnull = false;
+    Datum state = FunctionCallInvoke(c->deserial);
+    MemoryContextSwitchTo(scratch);
+    *isnull = c->deserial->isnull;
+    if (!via_combine || *isnull) return *isnull ? 0 : state;
+    c->combine->args[0].value = 0;
+    c->combine->args[0].isnull = true;
+    c->combine->args[1].value = state;
+    c->combine->args[1].isnull = false;
+    c->combine->isnull = false;
+    state = FunctionCallInvoke(c->combine);
+    *isnull = c->combine->isnull;
+    return *isnull ? 0 : state;
+}
+
 PgAggregates::Handle* new_handle(MemoryContext states, bool own, std::size_t size) {
     MemoryContext cxt = nullptr;
     if (own) cxt = AllocSetContextCreate(states, "stoatflow window state", ALLOCSET_SMALL_SIZES);
@@ -442,14 +471,9 @@ core::ExternalHandle PgAggregates::copy(core::ExternalHandle src_h) {
                         flags(h, n)[i] = kNull;
                         continue;
                     }
-                    agg->curaggcontext->ecxt_per_tuple_memory = window;
-                    c->deserial->args[0].value = bytes;
-                    c->deserial->args[0].isnull = false;
-                    c->deserial->args[1].value = 0;
-                    c->deserial->args[1].isnull = false;
-                    c->deserial->isnull = false;
-                    vals(h)[i] = FunctionCallInvoke(c->deserial);
-                    if (c->deserial->isnull) flags(h, n)[i] = kNull;
+                    bool isnull = false;
+                    vals(h)[i] = read_internal(c, agg, bytes, window, scratch, &isnull);
+                    if (isnull) flags(h, n)[i] = kNull;
                 } else {
                     MemoryContextSwitchTo(window);
                     vals(h)[i] = datumCopy(vals(src)[i], c->transbyval, c->translen);
@@ -571,13 +595,10 @@ PgAggregates::Handle* PgAggregates::parse_and_read(const char* data, std::size_t
                     auto* b = static_cast<bytea*>(palloc(VARHDRSZ + p.len));
                     SET_VARSIZE(b, VARHDRSZ + p.len);
                     memcpy(VARDATA(b), p.data, p.len);
-                    c->deserial->args[0].value = PointerGetDatum(b);
-                    c->deserial->args[0].isnull = false;
-                    c->deserial->args[1].value = 0;
-                    c->deserial->args[1].isnull = false;
-                    c->deserial->isnull = false;
-                    vals(h)[i] = FunctionCallInvoke(c->deserial);
-                    if (c->deserial->isnull) flags(h, n)[i] = kNull;
+                    bool isnull = false;
+                    vals(h)[i] =
+                        read_internal(c, agg, PointerGetDatum(b), window, scratch, &isnull);
+                    if (isnull) flags(h, n)[i] = kNull;
                     continue;
                 }
                 StringInfoData si;
