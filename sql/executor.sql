@@ -132,6 +132,38 @@ SELECT * FROM stoatflow._test_executor((SELECT cols FROM cfg), 'tumbling', NULL,
     'jsonb_agg(i) AS items', (SELECT p FROM pay));
 \echo :LAST_ERROR_SQLSTATE
 
+-- state bytes (the state tables' and the sink writer's input): a round trip, an empty
+-- window, and damaged bytes (cut short at every length, one byte overwritten at every
+-- position): the framing check raises XX001, the receive functions their own errors; nothing
+-- crashes
+\set c '''v int, n numeric, t text'''
+\set a '''sum(v), avg(n) AS a, min(t), count(*), stddev(v::float8) AS sd'''
+\set p 'ARRAY[''{"v": 1, "n": 1.5, "t": "x"}'', ''{"v": 2, "n": 2.5, "t": "a"}'', ''{"v": null}'']'
+SELECT stoatflow._test_finalize(:c, :a, stoatflow._test_state_bytes(:c, :a, :p));
+SELECT stoatflow._test_finalize(:c, :a, stoatflow._test_state_bytes(:c, :a, '{}'));
+SELECT stoatflow._test_finalize(:c, :a, substring(stoatflow._test_state_bytes(:c, :a, :p) from 1 for 20));
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow._test_finalize(:c, :a, stoatflow._test_state_bytes(:c, :a, :p) || '\x00'::bytea);
+SELECT stoatflow._test_finalize(:c, :a, '\x02'::bytea);
+SELECT stoatflow._test_finalize(:c, :a, '\x0103010101'::bytea);
+CREATE FUNCTION pg_temp.try_finalize(c text, a text, b bytea) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM stoatflow._test_finalize(c, a, b);
+  RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE;
+END $$;
+WITH s AS (SELECT stoatflow._test_state_bytes(:c, :a, :p) AS b),
+muts AS (
+  SELECT 'cut' AS how, substring(b from 1 for k) AS m FROM s, generate_series(0, length(b) - 1) k
+  UNION ALL SELECT 'ff', overlay(b placing '\xff'::bytea from k for 1) FROM s, generate_series(1, length(b)) k
+  UNION ALL SELECT '00', overlay(b placing '\x00'::bytea from k for 1) FROM s, generate_series(1, length(b)) k)
+SELECT how, count(*) AS cases, count(*) FILTER (WHERE outcome = 'ok') AS read,
+       count(*) FILTER (WHERE outcome = 'XX001') AS corrupted,
+       count(*) FILTER (WHERE outcome NOT IN ('ok', 'XX001')) AS refused
+  FROM (SELECT how, pg_temp.try_finalize(:c, :a, m) AS outcome FROM muts) x GROUP BY how ORDER BY how;
+SELECT 'alive' AS server;
+
 -- user-defined aggregates in a schema: SQL transition functions, with and without
 -- combinefunc, strict without initcond (the first input is the state), by-reference and
 -- polymorphic states (array_append's expanded arrays), a transition that returns NULL

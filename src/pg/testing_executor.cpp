@@ -17,6 +17,7 @@
 #include "stoatflow/pg/analyze.hpp"
 #include "stoatflow/pg/executor.hpp"
 #include "stoatflow/pg/row_type.hpp"
+#include "stoatflow/pg/rows.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
@@ -65,6 +66,63 @@ std::string output(Oid type, Datum v) {
     return s;
 }
 
+// Payloads decoded as the worker does (metadata: topic 't', partition 0, offset = index).
+struct Decoded {
+    std::vector<std::string> dead;       // dead letters of payloads that do not extract
+    std::vector<std::size_t> offset_of;  // per row: its payload's index
+    std::vector<Datum> values;
+    std::vector<bool> nulls;
+    std::vector<std::string> bad;  // per row: a bad value's detail
+};
+
+Decoded decode(const RowType& type, const std::vector<std::string>& payloads) {
+    Decoded d;
+    kafka::JsonRowExtractor extractor(type.paths());
+    kafka::RawRows rows(type.width());
+    for (std::size_t i = 0; i < payloads.size(); ++i) {
+        const std::size_t r = rows.add_row();
+        auto e = extractor.extract(payloads[i].data(), payloads[i].size(), rows, r);
+        std::string detail = extractor.detail();
+        if (e == kafka::DecodeError::None) {
+            kafka::RecordMeta meta;
+            meta.topic = "t";
+            meta.offset = static_cast<std::int64_t>(i);
+            if (!kafka::fill_metadata(rows, r, type.declared(), meta, detail))
+                e = kafka::DecodeError::InvalidText;
+        }
+        if (e != kafka::DecodeError::None) {
+            rows.drop_last();
+            std::string j = "{\"dead_letter\": ";
+            kafka::append_json_string(j, kafka::to_string(e));
+            j += ", \"detail\": ";
+            kafka::append_json_string(j, detail);
+            d.dead.push_back(j + ", \"offset\": " + std::to_string(i) + "}");
+        } else {
+            d.offset_of.push_back(i);
+        }
+    }
+    type.convert(rows, d.values, d.nulls, d.bad);
+    return d;
+}
+
+// An executor of `aggregates` over `columns`, keyed by the topic: the bytes tools' setup.
+struct Setup {
+    std::vector<core::ColumnDecl> decls;
+    RowType type;
+    Analysis an;
+    AggregationExecutor ex;
+    Setup(const std::string& columns, const std::string& aggregates)
+        : decls(core::parse_column_list(columns)), type(decls, CurrentMemoryContext),
+          an(analyze(decls, aggregates)), ex(an, type, CurrentMemoryContext) {}
+    static Analysis analyze(const std::vector<core::ColumnDecl>& decls, const std::string& aggs) {
+        DeclarationTexts t;
+        t.columns_json = columns_json(decls);
+        t.key = "kafka_topic";
+        t.aggregates = aggs;
+        return analyze_declaration(t);
+    }
+};
+
 }  // namespace
 
 // _test_executor(columns, window_kind, key, group_by, filter, aggregates, payloads): per key
@@ -88,37 +146,12 @@ STOATFLOW_FUNCTION(stoatflow__test_executor) {
     const RowType type(decls, CurrentMemoryContext);
     AggregationExecutor ex(an, type, CurrentMemoryContext);
 
-    // Decode as the worker does (metadata: topic 't', partition 0, offset = index).
-    kafka::JsonRowExtractor extractor(type.paths());
-    kafka::RawRows rows(type.width());
-    std::vector<std::string> dead;
-    std::vector<std::size_t> offset_of;
-    for (std::size_t i = 0; i < payloads.size(); ++i) {
-        const std::size_t r = rows.add_row();
-        auto e = extractor.extract(payloads[i].data(), payloads[i].size(), rows, r);
-        std::string detail = extractor.detail();
-        if (e == kafka::DecodeError::None) {
-            kafka::RecordMeta meta;
-            meta.topic = "t";
-            meta.offset = static_cast<std::int64_t>(i);
-            if (!kafka::fill_metadata(rows, r, type.declared(), meta, detail))
-                e = kafka::DecodeError::InvalidText;
-        }
-        if (e != kafka::DecodeError::None) {
-            rows.drop_last();
-            std::string d = "{\"dead_letter\": ";
-            kafka::append_json_string(d, kafka::to_string(e));
-            d += ", \"detail\": ";
-            kafka::append_json_string(d, detail);
-            dead.push_back(d + ", \"offset\": " + std::to_string(i) + "}");
-        } else {
-            offset_of.push_back(i);
-        }
-    }
-    std::vector<Datum> values;
-    std::vector<bool> vnulls;
-    std::vector<std::string> bad;
-    type.convert(rows, values, vnulls, bad);
+    Decoded dec = decode(type, payloads);
+    std::vector<std::string>& dead = dec.dead;
+    const std::vector<std::size_t>& offset_of = dec.offset_of;
+    const std::vector<Datum>& values = dec.values;
+    const std::vector<bool>& vnulls = dec.nulls;
+    const std::vector<std::string>& bad = dec.bad;
     const std::size_t width = type.width();
     std::vector<Datum> row(width);
     std::unique_ptr<bool[]> row_nulls(new bool[width]);
@@ -226,4 +259,60 @@ STOATFLOW_FUNCTION(stoatflow__test_executor) {
         });
     }
     return (Datum)0;
+}
+
+// _test_state_bytes(columns, aggregates, payloads): the payloads that fold, folded into one
+// state (key: the topic), as serialize writes it (the format in pg_aggregates.hpp).
+STOATFLOW_FUNCTION(stoatflow__test_state_bytes) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+        throw Error(sqlstate::kInvalidParameterValue, "arguments must not be NULL");
+    Setup s(text_to_string(PG_GETARG_DATUM(0)), text_to_string(PG_GETARG_DATUM(1)));
+    const Decoded dec = decode(s.type, text_array_to_vector(PG_GETARG_DATUM(2)));
+    const std::size_t width = s.type.width();
+    std::vector<Datum> row(width);
+    std::unique_ptr<bool[]> nulls(new bool[width]);
+    auto state = core::ExternalState::create(s.ex.aggregates());
+    std::string key, detail;
+    CallInputs inputs;
+    for (std::size_t r = 0; r < dec.offset_of.size(); ++r) {
+        if (!dec.bad[r].empty()) continue;
+        for (std::size_t c = 0; c < width; ++c) {
+            row[c] = dec.values[r * width + c];
+            nulls[c] = dec.nulls[r * width + c];
+        }
+        if (s.ex.evaluate(row.data(), nulls.get(), key, inputs, detail) ==
+            AggregationExecutor::Outcome::Fold)
+            state.add(&inputs);
+    }
+    std::string bytes;
+    state.serialize(bytes);
+    return bytea_datum(bytes);
+}
+
+// _test_finalize(columns, aggregates, state): the items finalized from serialized bytes, as
+// {"item": text}; bytes that do not read raise XX001 (or the state type's receive error).
+STOATFLOW_FUNCTION(stoatflow__test_finalize) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+        throw Error(sqlstate::kInvalidParameterValue, "arguments must not be NULL");
+    Setup s(text_to_string(PG_GETARG_DATUM(0)), text_to_string(PG_GETARG_DATUM(1)));
+    bytea* b = PG_GETARG_BYTEA_PP(2);
+    const std::string bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b));
+    const std::size_t nitems = s.ex.item_columns().size();
+    std::vector<Datum> out(1 + nitems);
+    std::unique_ptr<bool[]> nulls(new bool[1 + nitems]);
+    s.ex.sink_values("t", bytes, out.data(), nulls.get());
+    std::string j = "{";
+    for (std::size_t i = 0; i < nitems; ++i) {
+        const ExecColumn& col = s.ex.item_columns()[i];
+        if (i > 0) j += ", ";
+        kafka::append_json_string(j, col.name);
+        j += ": ";
+        if (nulls[1 + i])
+            j += "null";
+        else
+            kafka::append_json_string(j, output(col.type, out[1 + i]));
+    }
+    j += "}";
+    const char* cs = j.c_str();
+    return pg_call([&] { return DirectFunctionCall1(jsonb_in, CStringGetDatum(cs)); });
 }
