@@ -54,6 +54,12 @@ void check_function(Oid fn, Oid owner) {
 
 // nodeAgg's per-transition setup for one Aggref (build_pertrans_for_aggref and its caller).
 void setup_call(PgAggregates::Call* c, Aggref* aggref, AggState* agg, MemoryContext cxt) {
+    // The analysis refuses these; a tree that has them anyway is not run half-right.
+    if (aggref->aggdistinct != NIL || aggref->aggorder != NIL || aggref->aggkind != AGGKIND_NORMAL)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("aggregate %s with DISTINCT, ORDER BY or WITHIN GROUP cannot run in "
+                               "a window",
+                               format_procedure(aggref->aggfnoid))));
     const MemoryContext old = MemoryContextSwitchTo(cxt);
     const AclResult r = pg_proc_aclcheck(aggref->aggfnoid, GetUserId(), ACL_EXECUTE);
     if (r != ACLCHECK_OK) aclcheck_error(r, OBJECT_AGGREGATE, get_func_name(aggref->aggfnoid));
