@@ -177,13 +177,27 @@ CREATE AGGREGATE udagg.arr(anycompatible) (sfunc = array_append, stype = anycomp
 CREATE FUNCTION udagg.capped(int, int) RETURNS int LANGUAGE sql IMMUTABLE
     AS 'SELECT CASE WHEN $2 > 900 THEN NULL ELSE coalesce($1, 0) + coalesce($2, 0) END';
 CREATE AGGREGATE udagg.capped_sum(int) (sfunc = udagg.capped, stype = int);
-SELECT * FROM pg_temp.check('tumbling', NULL, 'u', NULL,
-  'udagg.total(i) AS total, udagg.biggest(i) AS biggest, udagg.cat(dev) AS devs,
-   udagg.arr(i) AS arr, udagg.capped_sum(i) AS capped',
+-- strict, and NULL for good after a multiple of 7 (a NULL state is not "no input yet")
+CREATE FUNCTION udagg.stop(int, int) RETURNS int LANGUAGE sql IMMUTABLE STRICT
+    AS 'SELECT CASE WHEN $2 % 7 = 0 THEN NULL ELSE $1 + $2 END';
+CREATE AGGREGATE udagg.stop_sum(int) (sfunc = udagg.stop, stype = int);
+CREATE AGGREGATE udagg.stop_sum0(int) (sfunc = udagg.stop, stype = int, initcond = '0');
+-- with combinefuncs: the second half merged
+SELECT * FROM pg_temp.check('session', NULL, 'u', NULL,
+  'udagg.total(i) AS total, udagg.biggest(i) AS biggest, udagg.arr(i) AS arr, udagg.arr(dev) AS devs',
   $$SELECT jsonb_build_object('key', u, 'total', udagg.total(i)::text, 'biggest', udagg.biggest(i)::text,
-      'devs', udagg.cat(dev ORDER BY id)::text, 'arr', udagg.arr(i ORDER BY id)::text,
-      'capped', udagg.capped_sum(i ORDER BY id)::text)
+      'arr', udagg.arr(i ORDER BY id)::text, 'devs', udagg.arr(dev ORDER BY id)::text)
       FROM ev WHERE u IS NOT NULL GROUP BY u$$, '{key}');
+-- without: the second half folded into the copy
+SELECT * FROM pg_temp.check('tumbling', NULL, 'u', NULL,
+  'udagg.cat(dev) AS devs, udagg.capped_sum(i) AS capped, udagg.stop_sum(i) AS stop,
+   udagg.stop_sum0(i) AS stop0, udagg.total(i) AS total',
+  $$SELECT jsonb_build_object('key', u, 'devs', udagg.cat(dev ORDER BY id)::text,
+      'capped', udagg.capped_sum(i ORDER BY id)::text, 'stop', udagg.stop_sum(i ORDER BY id)::text,
+      'stop0', udagg.stop_sum0(i ORDER BY id)::text, 'total', udagg.total(i)::text)
+      FROM ev WHERE u IS NOT NULL GROUP BY u$$, '{key}');
+SELECT count(*) FILTER (WHERE s IS NULL) AS stopped, count(*) FILTER (WHERE s IS NOT NULL) AS running
+  FROM (SELECT udagg.stop_sum(i ORDER BY id) s FROM ev GROUP BY u) x;
 -- an aggregate whose transition raises: a clean ERROR, and the server is still there
 CREATE FUNCTION udagg.fragile(int, int) RETURNS int LANGUAGE sql IMMUTABLE STRICT
     AS 'SELECT $1 + 100 / ($2 - 7)';
