@@ -127,6 +127,14 @@ SELECT j FROM stoatflow._test_executor('a text, b text', 'tumbling', NULL, 'a, b
     ARRAY['{"a": "x\"y", "b": "[\"p\",\"q\"]"}', '{"a": "x", "b": "y\"],[\"z"}', '{"a": "x\\", "b": "\u0001"}',
           '{"a": "", "b": ""}', '{"a": "x\"y", "b": "[\"p\",\"q\"]"}']) j;
 
+-- values GROUP BY takes as equal are one key: numeric scales, float zero's sign
+SELECT j FROM stoatflow._test_executor('n numeric, f double precision, r real', 'tumbling', NULL,
+    'n, f, r', NULL, 'count(*)',
+    ARRAY['{"n": 1.0, "f": -0.0, "r": 0}', '{"n": 1.00, "f": 0, "r": -0.0}', '{"n": 1, "f": 0.0, "r": 0}',
+          '{"n": 10, "f": 1e-300, "r": 1.5}', '{"n": 1e3, "f": 1, "r": -1}', '{"n": 1000.000, "f": 1, "r": -1}']) j;
+SELECT j FROM stoatflow._test_executor('n numeric(10,3)', 'tumbling', 'n', NULL, NULL, 'count(*)',
+    ARRAY['{"n": 1.0}', '{"n": 1.00}', '{"n": "NaN"}', '{"n": 0.0}', '{"n": -0.000}']) j;
+
 -- not runnable: jsonb_agg's state cannot be stored (PostgreSQL 15)
 SELECT * FROM stoatflow._test_executor((SELECT cols FROM cfg), 'tumbling', NULL, 'u', NULL,
     'jsonb_agg(i) AS items', (SELECT p FROM pay));

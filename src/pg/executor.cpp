@@ -3,8 +3,9 @@
 // items finalized from serialized states (their Aggrefs replaced by PARAM_EXTERN parameters).
 //
 // Key encoding: one key column is its type's output text (a text key reads as itself, as 0.1's
-// keys); several are a JSON array of their output texts (["us","mobile"]). Decoding goes
-// through the types' input functions.
+// keys); several are a JSON array of their output texts (["us","mobile"]). Numeric keys drop
+// trailing fractional zeros and float zeros their sign, so values GROUP BY takes as equal are
+// one key. Decoding goes through the types' input functions.
 #include "stoatflow/pg/executor.hpp"
 
 #include "stoatflow/core/error.hpp"
@@ -15,6 +16,7 @@
 #include "stoatflow/pg/pg_aggregates.hpp"
 
 extern "C" {
+#include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/tuptable.h"
 #include "nodes/nodeFuncs.h"
@@ -23,13 +25,19 @@ extern "C" {
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 }
 
 namespace stoatflow::pg {
 
 namespace {
 
+// A key column's text form. Values GROUP BY takes as equal must give one text: numeric
+// without trailing fractional zeros (1.0 = 1.00), float zero without its sign (-0 = 0).
+enum class KeyForm { Output, Numeric, Float4, Float8 };
+
 struct KeyCodec {
+    KeyForm form;
     FmgrInfo out;
     FmgrInfo in;
     Oid ioparam;
@@ -164,7 +172,14 @@ int eval_record(ExecState* m, const Datum* values, const bool* nulls) {
         const Datum v = ExecEvalExprSwitchContext(m->key_states[i], ec, &isnull);
         if (isnull) return static_cast<int>(i);
         const MemoryContext old = MemoryContextSwitchTo(ec->ecxt_per_tuple_memory);
-        m->key_texts[i] = OutputFunctionCall(&m->codecs[i]->out, v);
+        KeyCodec* c = m->codecs[i];
+        if (c->form == KeyForm::Numeric)
+            m->key_texts[i] = numeric_normalize(DatumGetNumeric(v));
+        else if ((c->form == KeyForm::Float8 && DatumGetFloat8(v) == 0) ||
+                 (c->form == KeyForm::Float4 && DatumGetFloat4(v) == 0))
+            m->key_texts[i] = pstrdup("0");
+        else
+            m->key_texts[i] = OutputFunctionCall(&c->out, v);
         MemoryContextSwitchTo(old);
     }
     if (m->filter) {
@@ -253,6 +268,11 @@ AggregationExecutor::AggregationExecutor(const Analysis& analysis, const RowType
             getTypeInputInfo(type, &fn, &codec->ioparam);
             fmgr_info_cxt(fn, &codec->in, cxt);
             codec->typmod = typmod;
+            const Oid base = getBaseType(type);
+            codec->form = base == NUMERICOID  ? KeyForm::Numeric
+                          : base == FLOAT8OID ? KeyForm::Float8
+                          : base == FLOAT4OID ? KeyForm::Float4
+                                              : KeyForm::Output;
             return codec;
         }));
     }
