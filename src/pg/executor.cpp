@@ -9,10 +9,10 @@
 #include "stoatflow/pg/executor.hpp"
 
 #include "stoatflow/core/error.hpp"
-#include "stoatflow/kafka/json_text.hpp"
 
 #include <cstring>
 
+#include "stoatflow/pg/key_text.hpp"
 #include "stoatflow/pg/pg_aggregates.hpp"
 
 extern "C" {
@@ -78,48 +78,6 @@ Expr* plan_tree(const std::string& tree, MemoryContext cxt) {
         MemoryContextSwitchTo(old);
         return e;
     });
-}
-
-// The JSON array of several key texts back into its strings (only what encode_key writes).
-bool decode_key_array(const std::string& key, std::vector<std::string>& out) {
-    std::size_t i = 0;
-    const std::size_t n = key.size();
-    if (n < 2 || key[0] != '[' || key[n - 1] != ']') return false;
-    i = 1;
-    while (i < n - 1) {
-        if (!out.empty()) {
-            if (key[i] != ',') return false;
-            ++i;
-        }
-        if (i >= n - 1 || key[i] != '"') return false;
-        ++i;
-        std::string s;
-        for (;;) {
-            if (i >= n - 1) return false;
-            const char ch = key[i++];
-            if (ch == '"') break;
-            if (ch != '\\') {
-                s += ch;
-                continue;
-            }
-            if (i >= n - 1) return false;
-            const char e = key[i++];
-            if (e == '"' || e == '\\') {
-                s += e;
-            } else if (e == 'u' && i + 4 <= n - 1 && key.compare(i, 2, "00") == 0) {
-                const std::string hex = key.substr(i + 2, 2);
-                char* end = nullptr;
-                const long v = std::strtol(hex.c_str(), &end, 16);
-                if (end != hex.c_str() + 2) return false;
-                s += static_cast<char>(v);
-                i += 4;
-            } else {
-                return false;
-            }
-        }
-        out.push_back(std::move(s));
-    }
-    return true;
 }
 
 // Everything the executor holds (plain data the per-record function reads).
@@ -348,17 +306,7 @@ AggregationExecutor::Outcome AggregationExecutor::evaluate(const Datum* values, 
         return Outcome::NullKey;
     }
     if (r == -2) return Outcome::Filtered;
-    key.clear();
-    if (m->key_texts.size() == 1) {
-        key = m->key_texts[0];
-    } else {
-        key += '[';
-        for (std::size_t i = 0; i < m->key_texts.size(); ++i) {
-            if (i > 0) key += ',';
-            kafka::append_json_string(key, m->key_texts[i]);
-        }
-        key += ']';
-    }
+    encode_key(m->key_texts.data(), m->key_texts.size(), key);
     inputs.args = m->args.get();
     inputs.nulls = m->nulls.get();
     inputs.skip = m->skip.get();
@@ -376,7 +324,7 @@ std::vector<std::string> AggregationExecutor::key_texts(const std::string& key) 
     std::vector<std::string> out;
     if (impl_->key_cols.size() == 1) {
         out.push_back(key);
-    } else if (!decode_key_array(key, out) || out.size() != impl_->key_cols.size()) {
+    } else if (!decode_key(key, out) || out.size() != impl_->key_cols.size()) {
         throw Error(sqlstate::kDataCorrupted, "a window's key is corrupted: " + key);
     }
     return out;
