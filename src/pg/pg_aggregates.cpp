@@ -169,11 +169,41 @@ PgAggregates::Handle* new_handle(MemoryContext states, bool own, std::size_t siz
     return h;
 }
 
-void free_handle(PgAggregates::Handle* h) {
-    if (h->cxt)
+namespace {
+// A by-reference state living in the shared states context (an expanded object: its own).
+bool expanded(const PgAggregates::Call* c, Datum v) {
+    return c->translen == -1 && VARATT_IS_EXTERNAL_EXPANDED(DatumGetPointer(v));
+}
+}  // namespace
+
+void free_handle(PgAggregates::Handle* h, PgAggregates::Call* const* calls, std::size_t n) {
+    if (h->cxt) {
         MemoryContextDelete(h->cxt);
-    else
-        pfree(h);
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+        const PgAggregates::Call* c = calls[i];
+        const Datum v = vals(h)[i];
+        if (c->transbyval || flags(h, n)[i] != kValue || DatumGetPointer(v) == nullptr) continue;
+        if (!expanded(c, v))
+            pfree(DatumGetPointer(v));
+        else if (VARATT_IS_EXTERNAL_EXPANDED_RW(DatumGetPointer(v)))
+            DeleteExpandedObject(v);
+    }
+    pfree(h);
+}
+
+std::size_t handle_bytes(PgAggregates::Handle* h, PgAggregates::Call* const* calls, std::size_t n) {
+    if (h->cxt) return MemoryContextMemAllocated(h->cxt, true) + kContextOverhead;
+    std::size_t bytes = GetMemoryChunkSpace(h);
+    for (std::size_t i = 0; i < n; ++i) {
+        const PgAggregates::Call* c = calls[i];
+        const Datum v = vals(h)[i];
+        if (c->transbyval || flags(h, n)[i] != kValue || DatumGetPointer(v) == nullptr) continue;
+        bytes += expanded(c, v) ? MemoryContextMemAllocated(DatumGetEOHP(v)->eoh_context, true)
+                                : GetMemoryChunkSpace(DatumGetPointer(v));
+    }
+    return bytes;
 }
 
 }  // namespace aggs_detail
@@ -217,7 +247,7 @@ PgAggregates::PgAggregates(const std::vector<Aggref*>& aggrefs, MemoryContext pa
         c->first_arg = static_cast<int>(total_args_);
         total_args_ += static_cast<std::size_t>(c->nargs);
         if (!c->combine) can_merge_ = false;
-        if (!c->transbyval || c->internal) needs_context_ = true;
+        if (c->internal) needs_context_ = true;
         calls_.push_back(c);
     }
     handle_size_ = MAXALIGN(sizeof(Handle)) + calls_.size() * (sizeof(Datum) + 1);
@@ -237,8 +267,7 @@ std::size_t PgAggregates::arg_count(std::size_t i) const {
 }
 
 void PgAggregates::account(Handle* h) {
-    const std::size_t now =
-        h->cxt ? MemoryContextMemAllocated(h->cxt, true) + kContextOverhead : handle_size_ + 16;
+    const std::size_t now = handle_bytes(h, calls_.data(), calls_.size());
     bytes_ = bytes_ - h->accounted + now;
     h->accounted = now;
 }
@@ -267,11 +296,7 @@ void PgAggregates::destroy(core::ExternalHandle handle) noexcept {
     auto* h = static_cast<Handle*>(handle);
     if (!h) return;
     bytes_ -= h->accounted;
-    if (!h->cxt) {  // by-value states only: nothing else to free
-        pfree(h);
-        return;
-    }
-    MemoryContextDelete(h->cxt);
+    free_handle(h, calls_.data(), calls_.size());
 }
 
 }  // namespace stoatflow::pg

@@ -153,7 +153,7 @@ PgAggregates::Handle* PgAggregates::parse_and_read(const char* data, std::size_t
             MemoryContextSwitchTo(old);
         });
     } catch (...) {
-        if (h) free_handle(h);
+        if (h) free_handle(h, calls_.data(), calls_.size());
         throw;
     }
     return h;
@@ -166,7 +166,7 @@ core::ExternalHandle PgAggregates::deserialize(const char* data, std::size_t len
 }
 
 void PgAggregates::release_final() noexcept {
-    if (final_) free_handle(final_);
+    if (final_) free_handle(final_, calls_.data(), calls_.size());
     final_ = nullptr;
 }
 

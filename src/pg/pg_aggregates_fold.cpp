@@ -229,7 +229,7 @@ core::ExternalHandle PgAggregates::copy(core::ExternalHandle src_h) {
             MemoryContextSwitchTo(old);
         });
     } catch (...) {
-        if (h) free_handle(h);
+        if (h) free_handle(h, calls_.data(), calls_.size());
         throw;
     }
     account(h);

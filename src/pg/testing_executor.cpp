@@ -9,6 +9,7 @@
 #include "stoatflow/kafka/raw_row.hpp"
 #include "stoatflow/kafka/row_extractor.hpp"
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -163,6 +164,7 @@ STOATFLOW_FUNCTION(stoatflow__test_executor) {
     };
 
     // Pass 1: every record's outcome and key.
+    const auto t0 = std::chrono::steady_clock::now();
     std::map<std::string, std::vector<std::size_t>> by_key;
     std::size_t filtered = 0;
     std::string key, detail;
@@ -191,6 +193,7 @@ STOATFLOW_FUNCTION(stoatflow__test_executor) {
         if (!d.empty()) dead.push_back(d + ", \"offset\": " + std::to_string(offset_of[r]) + "}");
     }
 
+    const auto t1 = std::chrono::steady_clock::now();
     // Pass 2: per key, A = first half, B = second half, A2 = bytes of A read back, C = copy of
     // A2 merged with B (or folded with the second half), finalized from C's bytes.
     core::ExternalAggregates& aggs = ex.aggregates();
@@ -241,6 +244,16 @@ STOATFLOW_FUNCTION(stoatflow__test_executor) {
         }
         results.push_back(j + "}");
     }
+    const auto t2 = std::chrono::steady_clock::now();
+    // Timings for a look with client_min_messages = debug1 (pass 2 evaluates every record
+    // again and folds it, plus per key: bytes, copy, merge, finalization).
+    const double ms1 = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const double ms2 = std::chrono::duration<double, std::milli>(t2 - t1).count();
+    const std::size_t nrec = offset_of.size();
+    pg_call([&] {
+        elog(DEBUG1, "_test_executor: %zu records, evaluate %.3f ms, evaluate and fold %.3f ms",
+             nrec, ms1, ms2);
+    });
     if (filtered > 0) results.push_back("{\"filtered\": " + std::to_string(filtered) + "}");
     for (std::string& d : dead) results.push_back(std::move(d));
     if (aggs.memory_bytes() != 0)

@@ -3,10 +3,12 @@
 // copy, bytes and finalization, with a fake AggState so that transition functions written for
 // nodeAgg (AggCheckCallContext) run unchanged. Internal to the executor (executor.hpp).
 //
-// Memory: a window whose calls all have by-value states is one palloc'd block; a window with
-// any by-reference or internal state gets its own small memory context (its states, and what
-// internal transition functions allocate in the aggregate context), deleted on destroy. Every
-// call runs with CurrentMemoryContext = a scratch context reset at the start of each operation.
+// Memory: a window without internal states is one palloc'd block in a context shared by all
+// windows, its by-reference states palloc'd there too (pfree'd, or deleted when an expanded
+// object, on destroy); a window with an internal state gets its own small memory context (its
+// states, and what the transition functions allocate in the aggregate context), deleted on
+// destroy. Every call runs with CurrentMemoryContext = a scratch context reset at the start of
+// each operation.
 //
 // Bytes (serialize/deserialize): a format byte (1), then per call a flag byte (0: a value,
 // 1: NULL, no input yet; 2: NULL from a transition) and, for a value, a 4-byte big-endian length
@@ -85,7 +87,7 @@ private:
     std::vector<Piece> pieces_;
     std::size_t total_args_ = 0;
     bool can_merge_ = true;
-    bool needs_context_ = false;  // any by-reference or internal state
+    bool needs_context_ = false;  // any internal state
     std::size_t handle_size_ = 0;
     std::size_t bytes_ = 0;
     Handle* final_ = nullptr;  // finalize's scratch copy

@@ -50,9 +50,11 @@ inline std::uint8_t* flags(PgAggregates::Handle* h, std::size_t n) {
     return reinterpret_cast<std::uint8_t*>(vals(h) + n);
 }
 
-// A new window block (its own small context when `own`), and its release.
+// A new window block (its own small context when `own`), its release (with its by-reference
+// states when it has no context of its own), and the heap it holds (O(calls)).
 PgAggregates::Handle* new_handle(MemoryContext states, bool own, std::size_t size);
-void free_handle(PgAggregates::Handle* h);
+void free_handle(PgAggregates::Handle* h, PgAggregates::Call* const* calls, std::size_t n);
+std::size_t handle_bytes(PgAggregates::Handle* h, PgAggregates::Call* const* calls, std::size_t n);
 
 // ExecAggTransReparent: a new by-reference state into the window's memory, the old one freed.
 Datum reparent(const PgAggregates::Call* c, MemoryContext window, Datum nv, bool nv_null, Datum old,
