@@ -35,7 +35,7 @@ src/core/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 src/kafka/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 # The record path — the only object the worker's consume thread touches — is built the same
 # way: PostgreSQL stays out of the thread because it is out of reach of the compiler.
-src/pg/record_path.o src/pg/record_path_rows.o: override CPPFLAGS = $(CORE_CPPFLAGS)
+src/pg/record_path.o src/pg/record_path_rows.o src/pg/key_text.o: override CPPFLAGS = $(CORE_CPPFLAGS)
 
 # PGXS would also emit LLVM bitcode for JIT inlining, with clang and C flags; not worth it for C++.
 override with_llvm = no

@@ -794,10 +794,31 @@ AS 'MODULE_PATHNAME', 'stoatflow__test_convert';
 CREATE FUNCTION stoatflow._test_decode(columns text, payloads text[], keys text[] DEFAULT NULL)
 RETURNS jsonb[] LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'stoatflow__test_decode';
+-- An aggregation's executor over payloads (SPEC 11): per key, the states folded in two halves
+-- through serialize, deserialize, copy and merge, then finalized; as {"column": text, ...} per
+-- key in key order, then {"filtered": n} and one {"dead_letter": ...} per record not folded.
+CREATE FUNCTION stoatflow._test_executor(columns text, window_kind text, key text,
+    group_by text, filter text, aggregates text, payloads text[])
+RETURNS SETOF jsonb LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__test_executor';
+-- One state of an aggregate list over payloads, as the state tables store it, and the items
+-- finalized from such bytes (garbage raises XX001 or the state type's receive error).
+CREATE FUNCTION stoatflow._test_state_bytes(columns text, aggregates text, payloads text[])
+RETURNS bytea LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__test_state_bytes';
+CREATE FUNCTION stoatflow._test_finalize(columns text, aggregates text, state bytea)
+RETURNS jsonb LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__test_finalize';
 COMMENT ON FUNCTION stoatflow._test_fast_convert(text, text) IS 'testing tool only';
 COMMENT ON FUNCTION stoatflow._test_convert(text, text) IS 'testing tool only';
 COMMENT ON FUNCTION stoatflow._test_decode(text, text[], text[]) IS 'testing tool only';
 REVOKE ALL ON FUNCTION stoatflow._test_fast_convert(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._test_convert(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._test_decode(text, text[], text[]) FROM PUBLIC;
+COMMENT ON FUNCTION stoatflow._test_executor(text, text, text, text, text, text, text[]) IS 'testing tool only';
+REVOKE ALL ON FUNCTION stoatflow._test_executor(text, text, text, text, text, text, text[]) FROM PUBLIC;
+COMMENT ON FUNCTION stoatflow._test_state_bytes(text, text, text[]) IS 'testing tool only';
+COMMENT ON FUNCTION stoatflow._test_finalize(text, text, bytea) IS 'testing tool only';
+REVOKE ALL ON FUNCTION stoatflow._test_state_bytes(text, text, text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._test_finalize(text, text, bytea) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._analyze(jsonb, text, text, text, text, text, text) FROM PUBLIC;
