@@ -124,6 +124,13 @@ int eval_record(ExecState* m, const Datum* values, const bool* nulls) {
     memcpy(slot->tts_values, values, sizeof(Datum) * m->width);
     memcpy(slot->tts_isnull, nulls, sizeof(bool) * m->width);
     ExecStoreVirtualTuple(slot);
+    // WHERE before GROUP BY: a record the filter skips has no key to judge (a NULL key part of
+    // a skipped record is no dead letter)
+    if (m->filter) {
+        bool isnull = false;
+        const Datum v = ExecEvalExprSwitchContext(m->filter, ec, &isnull);
+        if (isnull || !DatumGetBool(v)) return -2;
+    }
     const std::size_t nkeys = m->key_states.size();
     for (std::size_t i = 0; i < nkeys; ++i) {
         bool isnull = false;
@@ -139,11 +146,6 @@ int eval_record(ExecState* m, const Datum* values, const bool* nulls) {
         else
             m->key_texts[i] = OutputFunctionCall(&c->out, v);
         MemoryContextSwitchTo(old);
-    }
-    if (m->filter) {
-        bool isnull = false;
-        const Datum v = ExecEvalExprSwitchContext(m->filter, ec, &isnull);
-        if (isnull || !DatumGetBool(v)) return -2;
     }
     const std::size_t ncalls = m->call_filters.size();
     PgAggregates* aggs = m->aggs.get();

@@ -159,9 +159,13 @@ void PgAggregates::merge(core::ExternalHandle into_h, core::ExternalHandle from_
         const std::uint8_t* ff = flags(from, n);
         for (std::size_t i = 0; i < n; ++i) {
             const Call* c = calls[i];
+            // Two windows' states are two partial states, combined as PostgreSQL's combine
+            // phase does into a fresh group: a NULL state (no input yet, or a transition's
+            // NULL) contributes nothing to a strict combinefn, and the first non-NULL one is
+            // taken as it is.
             if (c->combinefn_strict) {
-                if (ff[i] != kValue || f[i] == kNull) continue;
-                if (f[i] == kNoValue) {
+                if (ff[i] != kValue) continue;
+                if (f[i] != kValue) {
                     MemoryContextSwitchTo(window);
                     v[i] = datumCopy(fv[i], c->transbyval, c->translen);
                     MemoryContextSwitchTo(scratch);
