@@ -107,10 +107,11 @@ void load_columns(SourceDef& s) {
         c.position = r + 1;
         s.columns.push_back(std::move(c));
     }
-    spi_exec(
-        "SELECT columns::pg_catalog.text FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1",
-        {arg_int32(s.id)});
-    s.columns_json = spi_text(0, 1).value_or("[]");
+    // (the source may be gone meanwhile: then no row, and nothing runs from it)
+    if (spi_exec("SELECT columns::pg_catalog.text FROM stoatflow.source WHERE source_id "
+                 "OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(s.id)}) > 0)
+        s.columns_json = spi_text(0, 1).value_or("[]");
 }
 
 const char* kAggregationColumns =

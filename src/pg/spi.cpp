@@ -95,6 +95,13 @@ std::uint64_t spi_exec(const std::string& sql, const std::vector<SpiArg>& args) 
 }
 
 Datum spi_datum(std::uint64_t row, int col, bool* isnull) {
+    // A row that is not there (a catalog row gone between two statements) is an error, never a
+    // read past the result.
+    if (SPI_tuptable == nullptr || row >= SPI_tuptable->numvals)
+        throw Error(sqlstate::kInternalError,
+                    "stoatflow: row " + std::to_string(row) + " of a result with " +
+                        std::to_string(SPI_tuptable == nullptr ? 0 : SPI_tuptable->numvals) +
+                        " rows was read");
     return pg_call(
         [&] { return SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, isnull); });
 }
@@ -349,6 +356,12 @@ void run_as_owner(Oid role, const std::function<void()>& f) {
                                 GUC_ACTION_SAVE, true, 0, false);
         (void)set_config_option("lock_timeout", kOwnerLockTimeout, PGC_SUSET, PGC_S_SESSION,
                                 GUC_ACTION_SAVE, true, 0, false);
+        // Values' text forms fixed (PostgreSQL's defaults): an aggregation's key is stored as
+        // its columns' output text and read back with their input functions, in the worker
+        // and in any user's session alike.
+        for (const auto& [name, value] : kOwnerTextSettings)
+            (void)set_config_option(name, value, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
+                                    false);
         return level;
     });
     const auto restore = [&] {

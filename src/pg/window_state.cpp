@@ -115,7 +115,11 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
     for (const auto& r : rows) {
         std::vector<Datum> values(natts, (Datum)0);
         std::vector<bool> nulls(natts, true);
-        if (ex != nullptr) ex->sink_values(r.key, r.external, exec_values.data(), exec_nulls.get());
+        // finalfns of an aggregate of the owner's run as the owner, as in the worker
+        if (ex != nullptr)
+            run_as_owner(def.owner, [&] {
+                ex->sink_values(r.key, r.external, exec_values.data(), exec_nulls.get());
+            });
         for (int c = 0; c < natts; ++c) {
             const int s = source_of[c];
             bool isnull = false;

@@ -4,12 +4,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace stoatflow::pg {
 
 // lock_timeout while writing a sink as its owner: a lock someone holds on the sink fails that
 // aggregation's write (retried with backoff) instead of stalling the whole source.
 constexpr const char* kOwnerLockTimeout = "2s";
+// The settings that decide values' text forms, pinned to PostgreSQL's defaults wherever an
+// owner's code runs (run_as_owner): keys are stored as text and read back anywhere.
+inline constexpr std::pair<const char*, const char*> kOwnerTextSettings[] = {
+    {"DateStyle", "ISO, MDY"}, {"IntervalStyle", "postgres"}, {"extra_float_digits", "1"}};
 
 // A failing sink is retried after 1 s, doubling up to 30 s.
 constexpr std::int64_t kSinkRetryFirstMs = 1000;

@@ -86,8 +86,9 @@ std::string try_in_subtransaction(const std::function<void()>& f);
 // Runs f as `role` the way PostgreSQL runs a table owner's code (REFRESH MATERIALIZED VIEW,
 // index builds): SECURITY_RESTRICTED_OPERATION, a GUC nest level rolled back afterwards (a
 // trigger's set_config() does not outlive it), search_path = pg_catalog, pg_temp and a bounded
-// lock_timeout inside it (a lock held on a sink cannot stall the worker). The previous user and
-// settings are restored also when f throws.
+// lock_timeout inside it (a lock held on a sink cannot stall the worker), DateStyle,
+// IntervalStyle and extra_float_digits at PostgreSQL's defaults (kOwnerTextSettings). The previous
+// user and settings are restored also when f throws.
 void run_as_owner(Oid role, const std::function<void()>& f);
 
 }  // namespace stoatflow::pg
