@@ -78,6 +78,14 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
                                   value_columns_.end())
                     value_columns_.push_back(c);
             }
+        // Executor mode converts only what is read: the event time, the fast path's key and
+        // values, and the executors' columns (make_exec marked those).
+        if (exec_) {
+            exec_->used.resize(row_->type().width(), false);
+            exec_->used[row_->type().index_of(time_column_)] = true;
+            if (exec_->has_fast) exec_->used[row_->type().index_of(key_column_)] = true;
+            for (int c : value_columns_) exec_->used[c] = true;
+        }
     }
     aggs_.reserve(aggregations.size());
     for (auto& def : aggregations) {

@@ -10,7 +10,11 @@
 #include "stoatflow/pg/text.hpp"
 
 extern "C" {
+#include "access/sysattr.h"
 #include "miscadmin.h"
+#include "nodes/bitmapset.h"
+#include "nodes/readfuncs.h"
+#include "optimizer/optimizer.h"
 #include "utils/memutils.h"
 }
 
@@ -75,9 +79,28 @@ void as_role(Oid role, const std::function<void()>& f) {
     SetUserIdAndSecContext(saved_user, saved_ctx);
 }
 
+namespace {
+
+// Marks the row's columns a tree reads (its Vars: varno 1, attno = position in the row).
+void mark_used(const std::string& tree, std::vector<bool>& used) {
+    const char* text = tree.c_str();
+    Bitmapset* attnos = pg_call([&] {
+        Bitmapset* b = nullptr;
+        pull_varattnos(static_cast<Node*>(stringToNode(text)), 1, &b);
+        return b;
+    });
+    int m = -1;
+    while ((m = bms_next_member(attnos, m)) >= 0) {
+        const int att = m + FirstLowInvalidHeapAttributeNumber;
+        if (att >= 1 && static_cast<std::size_t>(att) <= used.size()) used[att - 1] = true;
+    }
+}
+
+}  // namespace
+
 std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
                                                    const AggregationDef& def, const RowType& row,
-                                                   MemoryContext parent) {
+                                                   MemoryContext parent, std::vector<bool>* used) {
     DeclarationTexts t;
     t.columns_json = source.columns_json;
     t.window_kind = def.spec.kind;
@@ -94,6 +117,13 @@ std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
         run_as_owner(def.owner, [&] {
             const Analysis a = analyze_declaration(t);
             exec = std::make_unique<AggregationExecutor>(a, row, parent);
+            if (used != nullptr) {
+                used->resize(row.width(), false);
+                if (a.group_by.empty() && a.key) mark_used(a.key->tree, *used);
+                for (const auto& g : a.group_by) mark_used(g.tree, *used);
+                if (a.filter) mark_used(a.filter->tree, *used);
+                for (const auto& item : a.aggregates) mark_used(item.tree, *used);
+            }
         });
     } catch (const Error& e) {
         throw Error(e.sqlstate(), "aggregation \"" + def.name + "\": " + e.what(),

@@ -49,7 +49,7 @@ std::unique_ptr<ExecSet> CommitCycle::make_exec(const SourceDef& source,
             set->external.emplace_back();
             continue;
         }
-        set->executors.push_back(make_executor(source, a, row->type(), set->cxt));
+        set->executors.push_back(make_executor(source, a, row->type(), set->cxt, &set->used));
         set->external.push_back(owned_aggregates(*set->executors.back(), a.owner));
     }
     return set;
@@ -88,6 +88,7 @@ void CommitCycle::run_executor() {
     std::size_t failed_at = n;
     std::vector<bool> failed(naggs, false);
     std::size_t evaluating = naggs;  // the aggregation whose expressions run now
+    SlowRecord sr;                   // one record's time, fast-path key and values (reused)
 
     // One record; false when it is a dead letter as a whole.
     const auto one = [&](std::size_t i, bool& folding) {
@@ -96,7 +97,10 @@ void CommitCycle::run_executor() {
         if (!bad[rec.row].empty()) return path_.exec_dead(rec, "bad_value", bad[rec.row]);
         const Datum* v = values.data() + rec.row * width;
         for (std::size_t c = 0; c < width; ++c) isnull[c] = nulls[rec.row * width + c];
-        SlowRecord sr;
+        sr.reason.clear();
+        sr.detail.clear();
+        sr.key.reset();
+        sr.time.reset();
         decode_row(v, isnull.get(), exec_->has_fast, sr);
         if (!sr.reason.empty()) return path_.exec_dead(rec, sr.reason, sr.detail);
         if (!sr.time)
@@ -149,7 +153,7 @@ void CommitCycle::run_executor() {
 
     try {
         run_as_owner(source_.owner, [&] {
-            if (batch.rows.size() > 0) rt.convert(batch.rows, values, nulls, bad);
+            if (batch.rows.size() > 0) rt.convert(batch.rows, values, nulls, bad, &exec_->used);
             // One subtransaction per run of records: an error in an aggregation's expressions
             // rolls it back (PostgreSQL's own cleanup after any error), becomes that
             // aggregation's dead letter (expression_error), and the record is evaluated again

@@ -191,7 +191,8 @@ Datum RowType::convert_value(std::size_t col, const kafka::RawValue& raw, bool& 
 }
 
 void RowType::convert(const kafka::RawRows& rows, std::vector<Datum>& values,
-                      std::vector<bool>& nulls, std::vector<std::string>& bad) const {
+                      std::vector<bool>& nulls, std::vector<std::string>& bad,
+                      const std::vector<bool>* used) const {
     const std::size_t n = rows.size(), w = columns_.size();
     values.assign(n * w, Datum(0));
     nulls.assign(n * w, true);
@@ -202,8 +203,17 @@ void RowType::convert(const kafka::RawRows& rows, std::vector<Datum>& values,
         pg_call([&] {
             for (std::size_t r = from; r < to; ++r)
                 for (at = 0; at < w; ++at) {
+                    const kafka::RawValue raw = rows.get(r, at);
+                    const RowColumn& c = columns_[at];
+                    if (used != nullptr && !(*used)[at] &&
+                        (at >= declared_ || kafka::fast_valid(c.fast, raw)))
+                        continue;  // stays NULL: nobody reads it, and it converts
+                    const kafka::FastValue fv = kafka::fast_convert(c.fast, raw);
+                    if (fv.kind == kafka::FastValue::Kind::Null) continue;
                     bool isnull = false;
-                    values[r * w + at] = convert_value(at, rows.get(r, at), isnull);
+                    values[r * w + at] = fv.kind == kafka::FastValue::Kind::Ask
+                                             ? convert_value(at, raw, isnull)
+                                             : fast_value_datum(c, fv);
                     nulls[r * w + at] = isnull;
                 }
         });

@@ -39,7 +39,8 @@ struct ExecSet {
     MemoryContext batch_cxt = nullptr;  // one executor batch's converted rows
     std::vector<std::unique_ptr<AggregationExecutor>> executors;
     std::vector<std::shared_ptr<core::ExternalAggregates>> external;
-    bool has_fast = false;  // some aggregation of the source takes the fast path
+    bool has_fast = false;   // some aggregation of the source takes the fast path
+    std::vector<bool> used;  // per column of the row: read by some aggregation (or the source)
     bool any() const {
         for (const auto& e : executors)
             if (e) return true;

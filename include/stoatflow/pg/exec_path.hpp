@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "stoatflow/pg/catalog.hpp"
 #include "stoatflow/pg/executor.hpp"
@@ -17,9 +18,11 @@ namespace stoatflow::pg {
 // The aggregation's declaration analyzed again (analyze.hpp: names pinned, so the same objects
 // as at declaration, or a clear error if one was dropped) and prepared, as its owner in a
 // security-restricted operation. In a transaction.
+// `used` (when given, RowType::width() entries): the columns its expressions read are set.
 std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
                                                    const AggregationDef& def, const RowType& row,
-                                                   MemoryContext parent);
+                                                   MemoryContext parent,
+                                                   std::vector<bool>* used = nullptr);
 
 // The executor's aggregate states for the window engine: every call runs as `owner` in a
 // security-restricted operation. The executor must outlive what this returns.

@@ -48,9 +48,12 @@ public:
 
     // Converts rows [0, rows.size()) into values/nulls (width() per row, in CurrentMemoryContext).
     // All rows in one subtransaction; if any value fails, each row again in its own, and
-    // bad[r] gets the bad_value detail of a row that fails (empty for good rows).
+    // bad[r] gets the bad_value detail of a row that fails (empty for good rows). Values the
+    // fast lane claims are made without the input function (the same value: sql/row_type.sql).
+    // With `used`: a column nobody reads is left NULL — a metadata column always, a declared one
+    // when the fast lane vouches that it converts (a value that does not is still bad_value).
     void convert(const kafka::RawRows& rows, std::vector<Datum>& values, std::vector<bool>& nulls,
-                 std::vector<std::string>& bad) const;
+                 std::vector<std::string>& bad, const std::vector<bool>* used = nullptr) const;
 
     // One value by SPEC 14's rules (PostgreSQL errors raise; call inside pg_call).
     Datum convert_value(std::size_t col, const kafka::RawValue& raw, bool& isnull) const;
