@@ -181,7 +181,10 @@ bool parse_iso_timestamptz(std::string_view s, std::int64_t& micros) {
 }
 
 FastValue fast_convert(FastType type, const RawValue& raw) {
-    if (raw.kind == RawKind::Absent || raw.kind == RawKind::Null) return of_kind(Kind::Null);
+    // NULL is NULL for the lane's own types; a type it does not know (a domain that refuses
+    // NULL among them) decides for itself.
+    if (raw.kind == RawKind::Absent || raw.kind == RawKind::Null)
+        return type == FastType::Other ? ask() : of_kind(Kind::Null);
     const bool scalar_text = raw.kind == RawKind::String || raw.kind == RawKind::Number;
     switch (type) {
     case FastType::Other:

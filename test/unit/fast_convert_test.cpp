@@ -64,6 +64,11 @@ TEST(FastConvert, NumericFloatBool) {
     EXPECT_EQ(fast(FastType::Text, RawKind::False), "s:false");
     EXPECT_EQ(fast(FastType::Text, RawKind::String, std::string("a\0b", 3)), "ask");
     EXPECT_EQ(fast(FastType::Other, RawKind::String, "x"), "ask");
+    // a type the lane does not know decides about NULL itself (a domain may refuse it)
+    EXPECT_EQ(fast(FastType::Other, RawKind::Null), "ask");
+    EXPECT_EQ(fast(FastType::Other, RawKind::Absent), "ask");
+    EXPECT_FALSE(fast_valid(FastType::Other, RawValue{RawKind::Null, {}}));
+    EXPECT_EQ(fast(FastType::Text, RawKind::Null), "null");
 }
 
 TEST(FastConvert, Timestamptz) {
