@@ -166,6 +166,35 @@ TRUNCATE calc_ratio;
 SELECT stoatflow.resync_sink('ratio');
 SELECT key, window_start, q, n, final FROM calc_ratio ORDER BY 1, 2;
 
+------------------------------------------------------------------------------------------
+-- The source's own key and event time as expressions: a fast-path aggregation keys by the
+-- computed key, an executor one without group_by too; the event time is computed.
+SELECT stoatflow.create_source('exprsrc', 'exprsrc', '127.0.0.1:9092',
+    key => 'lower(who)', event_time => 'to_timestamp(secs)', max_out_of_orderness => '0',
+    columns => 'who text, secs double precision, amount integer');
+SELECT stoatflow.create_aggregation('expr_fast', 'exprsrc', stoatflow.tumbling('10 seconds'),
+    'count(*) AS n, sum(amount) AS total', 'expr_fast');
+SELECT stoatflow.create_aggregation('expr_exec', 'exprsrc', stoatflow.tumbling('10 seconds'),
+    'count(*) AS n, max(amount) FILTER (WHERE amount > 1) AS top', 'expr_exec');
+SELECT aggregation_name, executor FROM stoatflow.aggregation WHERE aggregation_name LIKE 'expr\_%' ORDER BY 1;
+SELECT * FROM stoatflow.process_records('exprsrc', '[
+    {"value": {"who": "Ann", "secs": 1.5, "amount": 2}},
+    {"value": {"who": "ANN", "secs": 3, "amount": 5}},
+    {"value": {"who": null, "secs": 4, "amount": 1}},
+    {"value": {"who": "bob", "secs": null, "amount": 1}},
+    {"value": {"who": "bob", "secs": 1e300, "amount": 1}},
+    {"value": {"who": "bob", "secs": 25, "amount": 7}}]');
+SELECT key, window_start, n, total, final FROM expr_fast ORDER BY 1, 2;
+SELECT key, window_start, n, top, final FROM expr_exec ORDER BY 1, 2;
+SELECT "offset", reason, detail FROM stoatflow.dead_letters WHERE source_name = 'exprsrc' ORDER BY "offset";
+-- refused at declaration, with the position in the text: an unknown column, a text event time
+SELECT stoatflow.create_source('badexpr', 'x', '127.0.0.1:9092', event_time => 'to_timestamp(nope)',
+    columns => 'who text');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_source('badexpr', 'x', '127.0.0.1:9092', event_time => 'who || ''x''',
+    columns => 'who text');
+\echo :LAST_ERROR_SQLSTATE
+
 -- without columns, group_by and filter are refused
 SELECT stoatflow.create_source('plain_json', 'plain_json', '127.0.0.1:9092', key => 'user');
 SELECT stoatflow.create_aggregation('nope', 'plain_json', stoatflow.tumbling('1 minute'),
@@ -174,8 +203,9 @@ SELECT stoatflow.create_aggregation('nope', 'plain_json', stoatflow.tumbling('1 
 
 SELECT stoatflow.drop_source('plain_json', cascade => true);
 SELECT stoatflow.drop_source('calc', cascade => true);
+SELECT stoatflow.drop_source('exprsrc', cascade => true);
 SELECT stoatflow.drop_source('shop', cascade => true);
-DROP TABLE customer_daily, page_errors, calc_ratio, calc_plain, customer_profile CASCADE;
+DROP TABLE customer_daily, page_errors, calc_ratio, calc_plain, customer_profile, expr_fast, expr_exec CASCADE;
 DROP VIEW shop_rows;
 DROP TABLE shop_records;
 DROP FUNCTION shop_feed(jsonb), web(text, text, text, integer), buy(text, text, text, integer);

@@ -951,8 +951,20 @@ SET search_path = pg_catalog, pg_temp AS $$
 
 -- With columns, key and event_time name a column of the row type (declared or metadata);
 -- event_time's must be timestamptz, or bigint/integer epoch milliseconds.
+-- With columns, a source's key and event_time name a column or are an expression over the
+-- row (SPEC 11): as the worker will read them (a column's name quoted; NULL: the metadata one).
+CREATE FUNCTION stoatflow._row_expr(cols jsonb, name text, dflt text)
+RETURNS text LANGUAGE sql IMMUTABLE
+SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE WHEN name IS NULL THEN dflt
+                WHEN name IN (SELECT c->>'name' FROM jsonb_array_elements(cols) c)
+                  OR name IN ('kafka_key', 'kafka_topic', 'kafka_partition', 'kafka_offset',
+                              'kafka_timestamp', 'kafka_headers') THEN quote_ident(name)
+                ELSE name END
+$$;
+
 CREATE FUNCTION stoatflow._check_row_column(cols jsonb, what text, name text, is_time boolean)
-RETURNS void LANGUAGE plpgsql IMMUTABLE
+RETURNS void LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     typ text;
@@ -968,9 +980,11 @@ BEGIN
                          WHEN 'kafka_headers' THEN 'jsonb' END;
     END IF;
     IF typ IS NULL THEN
-        RAISE EXCEPTION '%: column "%" is not in columns', what, name
-            USING ERRCODE = 'undefined_column',
-                  HINT = 'With columns, key and event_time name a declared column or a metadata column (kafka_key, kafka_timestamp, ...).';
+        -- not a column: an expression over the row, analyzed as the worker will run it (errors
+        -- with positions; an event time must be timestamptz or a number of epoch milliseconds)
+        PERFORM 1 FROM stoatflow._analyze(cols, 'tumbling', CASE WHEN NOT is_time THEN name END,
+                                          CASE WHEN is_time THEN name END, NULL, NULL, 'count(*)');
+        RETURN;
     END IF;
     IF is_time AND typ NOT IN ('timestamp with time zone', 'bigint', 'integer') THEN
         RAISE EXCEPTION 'event_time: column "%" is of type %', name, typ
@@ -1063,7 +1077,8 @@ BEGIN
                   HINT = 'Format ''json'' takes no options: pass ''{}''.';
     END IF;
     IF columns IS NOT NULL THEN
-        -- key and event_time name columns (declared or metadata) of the row type.
+        -- key and event_time name columns (declared or metadata) of the row type, or are
+        -- expressions over it.
         cols := stoatflow._parse_columns(columns);
         PERFORM stoatflow._check_row_column(cols, 'key', key, false);
         PERFORM stoatflow._check_row_column(cols, 'event_time', event_time, true);
@@ -1201,8 +1216,8 @@ BEGIN
     RETURN QUERY
     WITH a AS (
         SELECT * FROM stoatflow._analyze(src.columns, window_kind,
-            CASE WHEN group_by IS NULL THEN quote_ident(coalesce(src.key_path, 'kafka_key')) END,
-            quote_ident(coalesce(src.event_time_path, 'kafka_timestamp')), group_by, filter, aggregates))
+            CASE WHEN group_by IS NULL THEN stoatflow._row_expr(src.columns, src.key_path, 'kafka_key') END,
+            stoatflow._row_expr(src.columns, src.event_time_path, 'kafka_timestamp'), group_by, filter, aggregates))
     SELECT x.n, x.t, x.d, x.k FROM (
         SELECT 1 AS part, a.ordinal, CASE a.role WHEN 'key' THEN 'key' ELSE a.name END AS n, a.type AS t,
                a.type || ' NOT NULL' AS d, true AS k
@@ -1539,6 +1554,7 @@ REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, tex
 REVOKE ALL ON FUNCTION stoatflow._parse_columns(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._base_type(regtype) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_row_column(jsonb, text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._row_expr(jsonb, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._sink_columns_of(integer, text, text, text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM PUBLIC;

@@ -38,7 +38,8 @@ RecordPathConfig record_path_config(const SourceDef& src, const std::vector<Aggr
         plan.key_col = row_type->index_of(src.key_path.empty() ? "kafka_key" : src.key_path);
         plan.time_col = row_type->index_of(src.event_time_path.empty() ? "kafka_timestamp"
                                                                        : src.event_time_path);
-        if (plan.key_col < 0 || plan.time_col < 0)
+        // An expression instead of a column (-1): the source runs in executor mode.
+        if ((plan.key_col < 0 || plan.time_col < 0) && !cfg.executor)
             throw Error(sqlstate::kUndefinedColumn,
                         "source \"" + src.name + "\": key or event_time names no column");
         cfg.row = std::move(plan);
@@ -82,8 +83,10 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
         // values, and the executors' columns (make_exec marked those).
         if (exec_) {
             exec_->used.resize(row_->type().width(), false);
-            exec_->used[row_->type().index_of(time_column_)] = true;
-            if (exec_->has_fast) exec_->used[row_->type().index_of(key_column_)] = true;
+            const int t = row_->type().index_of(time_column_),
+                      k = row_->type().index_of(key_column_);
+            if (t >= 0) exec_->used[t] = true;
+            if (exec_->has_fast && k >= 0) exec_->used[k] = true;
             for (int c : value_columns_) exec_->used[c] = true;
         }
     }

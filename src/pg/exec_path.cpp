@@ -98,6 +98,49 @@ void mark_used(const std::string& tree, std::vector<bool>& used) {
 
 }  // namespace
 
+bool source_names_column(const SourceDef& source, const std::string& name) {
+    if (name.empty()) return true;
+    for (const auto& c : source.columns)
+        if (c.name == name) return true;
+    for (const auto& m : kMetadataColumns)
+        if (name == m.name) return true;
+    return false;
+}
+
+namespace {
+std::string as_expression(const SourceDef& source, const std::string& name, const char* dflt) {
+    if (name.empty()) return dflt;
+    return source_names_column(source, name) ? quote_ident(name) : name;
+}
+}  // namespace
+
+std::string source_key_text(const SourceDef& source) {
+    return as_expression(source, source.key_path, "kafka_key");
+}
+std::string source_time_text(const SourceDef& source) {
+    return as_expression(source, source.event_time_path, "kafka_timestamp");
+}
+
+std::unique_ptr<AggregationExecutor> make_source_executor(const SourceDef& source,
+                                                          const RowType& row, MemoryContext parent,
+                                                          bool time, bool key,
+                                                          std::vector<bool>* used) {
+    // An aggregation in all but name: its key columns are the expressions, its one aggregate
+    // is never folded.
+    AggregationDef def;
+    def.name = "source " + source.name;
+    def.owner = source.owner;
+    def.spec = core::WindowSpec::tumbling(1000, 0);
+    std::string items;
+    if (time) items = "(" + source_time_text(source) + ") AS source_time";
+    if (key)
+        items += std::string(items.empty() ? "" : ", ") + "(" + source_key_text(source) +
+                 ") AS source_key";
+    def.group_by = items;
+    def.aggregates_text = "count(*)";
+    return make_executor(source, def, row, parent, used);
+}
+
 std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
                                                    const AggregationDef& def, const RowType& row,
                                                    MemoryContext parent, std::vector<bool>* used) {
@@ -106,9 +149,8 @@ std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
     t.window_kind = def.spec.kind;
     // As create_aggregation analyzed it (_sink_columns_of): the source's key when there is
     // no group_by, its event time column.
-    if (!def.group_by) t.key = quote_ident(source.key_path.empty() ? "kafka_key" : source.key_path);
-    t.event_time =
-        quote_ident(source.event_time_path.empty() ? "kafka_timestamp" : source.event_time_path);
+    if (!def.group_by) t.key = source_key_text(source);
+    t.event_time = source_time_text(source);
     t.group_by = def.group_by;
     t.filter = def.filter;
     t.aggregates = def.aggregates_text;

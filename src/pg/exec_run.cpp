@@ -6,6 +6,9 @@
 #include "stoatflow/core/error.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,8 +17,11 @@
 #include "stoatflow/pg/exec_path.hpp"
 #include "stoatflow/pg/spi.hpp"
 
+#include "stoatflow/kafka/fast_convert.hpp"
+
 extern "C" {
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 }
@@ -23,6 +29,8 @@ extern "C" {
 namespace stoatflow::pg {
 
 ExecSet::~ExecSet() {
+    // Every executor before the context their memory lives under.
+    source.reset();
     executors.clear();
     external.clear();
     if (cxt != nullptr) MemoryContextDelete(cxt);
@@ -31,9 +39,12 @@ ExecSet::~ExecSet() {
 std::unique_ptr<ExecSet> CommitCycle::make_exec(const SourceDef& source,
                                                 const std::vector<AggregationDef>& aggregations,
                                                 const Row* row) {
-    bool any = false;
+    if (row == nullptr) return nullptr;
+    const bool time_expr = !source_names_column(source, source.event_time_path);
+    const bool key_expr = !source_names_column(source, source.key_path);
+    bool any = time_expr || key_expr;
     for (const auto& a : aggregations) any |= a.executor;
-    if (!any || row == nullptr) return nullptr;
+    if (!any) return nullptr;
     auto set = std::make_unique<ExecSet>();
     set->cxt = pg_call([] {
         return AllocSetContextCreate(TopMemoryContext, "stoatflow executors",
@@ -52,10 +63,43 @@ std::unique_ptr<ExecSet> CommitCycle::make_exec(const SourceDef& source,
         set->executors.push_back(make_executor(source, a, row->type(), set->cxt, &set->used));
         set->external.push_back(owned_aggregates(*set->executors.back(), a.owner));
     }
+    // The source's own expressions: the event time always, the key when a fast-path
+    // aggregation keys by it.
+    set->time_expr = time_expr;
+    set->key_expr = key_expr && set->has_fast;
+    if (set->time_expr || set->key_expr) {
+        set->source = make_source_executor(source, row->type(), set->cxt, set->time_expr,
+                                           set->key_expr, &set->used);
+        if (set->time_expr) set->time_type = set->source->key_columns().front().type;
+    }
     return set;
 }
 
 namespace {
+
+// An event time the source's executor gave as text: timestamptz's ISO output (run_as_owner pins
+// DateStyle), or a number of epoch milliseconds. False when it is neither (infinity, a year
+// beyond 9999): the record's time is out of range.
+bool parse_time_text(const std::string& text, Oid type, core::Millis& out) {
+    if (type == TIMESTAMPTZOID) {
+        std::int64_t micros = 0;
+        if (!kafka::parse_iso_timestamptz(text, micros)) return false;
+        out = core::floor_div(micros, 1000);
+        return true;
+    }
+    const char* end = text.data() + text.size();
+    std::int64_t ms = 0;
+    const auto r = std::from_chars(text.data(), end, ms);
+    if (r.ec == std::errc() && r.ptr == end) {
+        out = ms;
+        return true;
+    }
+    char* stop = nullptr;
+    const double d = std::strtod(text.c_str(), &stop);  // a numeric with a fraction
+    if (stop != text.c_str() + text.size() || !(d > -9.2e18 && d < 9.2e18)) return false;
+    out = static_cast<core::Millis>(std::floor(d));
+    return true;
+}
 
 // One record's verdict per aggregation run by the executor.
 struct Verdict {
@@ -89,6 +133,9 @@ void CommitCycle::run_executor() {
     std::vector<bool> failed(naggs, false);
     std::size_t evaluating = naggs;  // the aggregation whose expressions run now
     SlowRecord sr;                   // one record's time, fast-path key and values (reused)
+    const std::size_t kSourceExpressions = naggs + 1;  // `evaluating`: the source's own
+    std::string source_key;
+    CallInputs source_inputs;
 
     // One record; false when it is a dead letter as a whole.
     const auto one = [&](std::size_t i, bool& folding) {
@@ -103,6 +150,30 @@ void CommitCycle::run_executor() {
         sr.time.reset();
         decode_row(v, isnull.get(), exec_->has_fast, sr);
         if (!sr.reason.empty()) return path_.exec_dead(rec, sr.reason, sr.detail);
+        if (exec_->source) {  // the event time or the key is an expression
+            std::string detail;
+            evaluating = kSourceExpressions;
+            const AggregationExecutor::Outcome o =
+                exec_->source->evaluate(v, isnull.get(), source_key, source_inputs, detail);
+            evaluating = naggs;
+            if (o == AggregationExecutor::Outcome::NullKey) {
+                const bool time = detail.find("\"source_time\"") != std::string::npos;
+                return path_.exec_dead(rec, time ? "missing_time" : "missing_key",
+                                       time ? "event_time is null" : "key is null");
+            }
+            const std::vector<std::string> texts = exec_->source->key_texts(source_key);
+            std::size_t at = 0;
+            if (exec_->time_expr) {
+                core::Millis t = 0;
+                if (!parse_time_text(texts.at(at++), exec_->time_type, t))
+                    return path_.exec_dead(rec, "time_out_of_range",
+                                           "event_time is " + texts.at(0) +
+                                               ", outside the event time range 0001-01-01 .. "
+                                               "9999-12-31 (UTC)");
+                sr.time = t;
+            }
+            if (exec_->key_expr) sr.key = texts.at(at);
+        }
         if (!sr.time)
             return path_.exec_dead(rec, "missing_time", "column \"" + time_column_ + "\" is null");
         if (exec_->has_fast && !sr.key)
@@ -192,6 +263,15 @@ void CommitCycle::run_executor() {
                 MemoryContextSwitchTo(cxt);
                 CurrentResourceOwner = owner;
                 if (failure.empty()) continue;
+                // The source's event time or key raised it: a dead letter as a whole (nothing of
+                // the record was fed).
+                if (evaluating == kSourceExpressions) {
+                    path_.exec_dead(batch.records[i], "expression_error",
+                                    "the source's event_time or key: " + failure);
+                    evaluating = naggs;
+                    ++i;
+                    continue;
+                }
                 // Raised outside the aggregations' expressions: the worker starts over.
                 if (evaluating == naggs) throw Error(sqlstate::kInternalError, failure);
                 if (failed_at != i) {

@@ -116,7 +116,9 @@ RecordPath::Verdict RecordPath::check_record(const kafka::Decoded& d, core::Mill
     }
     if (d.time < core::kMinEventTime || d.time > core::kMaxEventTime) {
         reason = "time_out_of_range";
-        detail = "column \"" + plan_->names[plan_->time_col] + "\" = " + std::to_string(d.time) +
+        detail = (plan_->time_col >= 0 ? "column \"" + plan_->names[plan_->time_col] + "\""
+                                       : std::string("event_time")) +
+                 " = " + std::to_string(d.time) +
                  " ms is outside the event time range 0001-01-01 .. 9999-12-31 (UTC)";
         return Verdict::Dead;
     }

@@ -97,9 +97,10 @@ CommitCycle::~CommitCycle() = default;
 void CommitCycle::decode_row(const Datum* values, const bool* nulls, bool want_key,
                              SlowRecord& rec) const {
     const RowType& rt = row_->type();
+    // (an expression instead of a column: the caller evaluates it)
     const int k = rt.index_of(key_column_), t = rt.index_of(time_column_);
-    if (want_key && !nulls[k]) rec.key = output_text(rt.column(k), values[k]);
-    if (!nulls[t]) {
+    if (want_key && k >= 0 && !nulls[k]) rec.key = output_text(rt.column(k), values[k]);
+    if (t >= 0 && !nulls[t]) {
         const RowColumn& c = rt.column(t);
         const Datum v = values[t];
         if (c.base == TIMESTAMPTZOID) {

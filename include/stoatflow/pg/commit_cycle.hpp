@@ -41,7 +41,13 @@ struct ExecSet {
     std::vector<std::shared_ptr<core::ExternalAggregates>> external;
     bool has_fast = false;   // some aggregation of the source takes the fast path
     std::vector<bool> used;  // per column of the row: read by some aggregation (or the source)
+    // A source whose event time or key is an expression (SPEC 11): its executor gives them as
+    // texts (the event time first); nullptr when both are columns.
+    std::unique_ptr<AggregationExecutor> source;
+    bool time_expr = false, key_expr = false;
+    Oid time_type = InvalidOid;
     bool any() const {
+        if (source) return true;
         for (const auto& e : executors)
             if (e) return true;
         return false;

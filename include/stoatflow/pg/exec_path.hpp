@@ -24,6 +24,19 @@ std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
                                                    MemoryContext parent,
                                                    std::vector<bool>* used = nullptr);
 
+// A source's key and event time (SPEC 11): a column's name, or an expression over its row.
+// Empty means the metadata column (kafka_key, kafka_timestamp), as in 0.1.
+bool source_names_column(const SourceDef& source, const std::string& name);
+std::string source_key_text(const SourceDef& source);   // as an expression over the row
+std::string source_time_text(const SourceDef& source);  // as an expression over the row
+
+// The executor of a source whose key or event time is an expression: its key columns are the
+// event time (when `time`) then the key (when `key`), as texts (key_texts()).
+std::unique_ptr<AggregationExecutor> make_source_executor(const SourceDef& source,
+                                                          const RowType& row, MemoryContext parent,
+                                                          bool time, bool key,
+                                                          std::vector<bool>* used);
+
 // The executor's aggregate states for the window engine: every call runs as `owner` in a
 // security-restricted operation. The executor must outlive what this returns.
 std::shared_ptr<core::ExternalAggregates> owned_aggregates(AggregationExecutor& exec, Oid owner);
