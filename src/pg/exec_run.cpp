@@ -23,7 +23,6 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "utils/memutils.h"
-#include "utils/resowner.h"
 }
 
 namespace stoatflow::pg {
@@ -232,12 +231,7 @@ void CommitCycle::run_executor() {
             std::size_t i = 0;
             while (i < n) {
                 bool folding = false;
-                std::string failure;
-                ResourceOwner owner = CurrentResourceOwner;
-                MemoryContext cxt = CurrentMemoryContext;
-                pg_call([] { BeginInternalSubTransaction(nullptr); });
-                MemoryContextSwitchTo(cxt);
-                try {
+                const std::string failure = try_in_subtransaction([&] {
                     for (; i < n; ++i) {
                         one(i, folding);
                         if (failed_at == i) {
@@ -245,23 +239,9 @@ void CommitCycle::run_executor() {
                             std::fill(failed.begin(), failed.end(), false);
                         }
                     }
-                } catch (const Error& e) {
-                    if (folding) {
-                        pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
-                        MemoryContextSwitchTo(cxt);
-                        CurrentResourceOwner = owner;
-                        throw;
-                    }
-                    failure = e.what();
-                    if (failure.empty()) failure = "error " + e.sqlstate();
-                }
-                if (failure.empty()) {
-                    pg_call([] { ReleaseCurrentSubTransaction(); });
-                } else {
-                    pg_call([] { RollbackAndReleaseCurrentSubTransaction(); });
-                }
-                MemoryContextSwitchTo(cxt);
-                CurrentResourceOwner = owner;
+                });
+                // An error while folding (a transition function's): the worker starts over.
+                if (!failure.empty() && folding) throw Error(sqlstate::kInternalError, failure);
                 if (failure.empty()) continue;
                 // The source's event time or key raised it: a dead letter as a whole (nothing of
                 // the record was fed).

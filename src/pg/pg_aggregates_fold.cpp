@@ -55,6 +55,21 @@ Datum reparent(const PgAggregates::Call* c, MemoryContext window, Datum nv, bool
     return nv;
 }
 
+// Calls a transition or combine function whose arguments are set and makes its result call
+// i's state in `window` (a new by-reference result copied there, the old one freed).
+void invoke_into(const PgAggregates::Call* c, AggState* agg, std::size_t i, FunctionCallInfo fc,
+                 MemoryContext window, Datum* v, std::uint8_t* f) {
+    fc->isnull = false;
+    agg->curpertrans = &agg->pertrans[i];
+    Datum nv = FunctionCallInvoke(fc);
+    agg->curpertrans = nullptr;
+    const bool nv_null = fc->isnull;
+    if (!c->transbyval && DatumGetPointer(nv) != DatumGetPointer(v[i]))
+        nv = reparent(c, window, nv, nv_null, v[i], f[i] != kValue);
+    v[i] = nv_null ? 0 : nv;
+    f[i] = nv_null ? kNull : kValue;
+}
+
 // An internal state from serialfn's bytes, owned by `window`. Deserialization functions
 // allocate in CurrentMemoryContext (nodeAgg runs them in per-tuple memory and lets the combine
 // function copy the state into the aggregate context): so they run in the scratch context and
@@ -124,15 +139,7 @@ void PgAggregates::add(core::ExternalHandle handle, const void* row) {
                 fc->args[j + 1].value = a[j];
                 fc->args[j + 1].isnull = an[j];
             }
-            fc->isnull = false;
-            agg->curpertrans = &agg->pertrans[i];
-            Datum nv = FunctionCallInvoke(fc);
-            agg->curpertrans = nullptr;
-            const bool nv_null = fc->isnull;
-            if (!c->transbyval && DatumGetPointer(nv) != DatumGetPointer(v[i]))
-                nv = reparent(c, window, nv, nv_null, v[i], f[i] != kValue);
-            v[i] = nv_null ? 0 : nv;
-            f[i] = nv_null ? kNull : kValue;
+            invoke_into(c, agg, i, fc, window, v, f);
         }
         MemoryContextSwitchTo(old);
     });
@@ -178,15 +185,7 @@ void PgAggregates::merge(core::ExternalHandle into_h, core::ExternalHandle from_
             fc->args[0].isnull = f[i] != kValue;
             fc->args[1].value = fv[i];
             fc->args[1].isnull = ff[i] != kValue;
-            fc->isnull = false;
-            agg->curpertrans = &agg->pertrans[i];
-            Datum nv = FunctionCallInvoke(fc);
-            agg->curpertrans = nullptr;
-            const bool nv_null = fc->isnull;
-            if (!c->transbyval && DatumGetPointer(nv) != DatumGetPointer(v[i]))
-                nv = reparent(c, window, nv, nv_null, v[i], f[i] != kValue);
-            v[i] = nv_null ? 0 : nv;
-            f[i] = nv_null ? kNull : kValue;
+            invoke_into(c, agg, i, fc, window, v, f);
         }
         MemoryContextSwitchTo(old);
     });

@@ -14,6 +14,22 @@ namespace {
 
 std::string column_is_null(const std::string& name) { return "column \"" + name + "\" is null"; }
 
+// What a record's metadata columns are made of.
+kafka::RecordMeta record_meta(std::string_view topic, core::TopicPartition tp, std::int64_t offset,
+                              const char* key, std::size_t key_len, core::Millis kafka_ts,
+                              const kafka::KafkaHeader* headers, std::size_t header_count) {
+    kafka::RecordMeta meta;
+    meta.topic = topic;
+    meta.partition = tp.partition;
+    meta.offset = offset;
+    meta.key = key;
+    meta.key_len = key_len;
+    meta.timestamp_ms = kafka_ts;
+    meta.headers = headers;
+    meta.header_count = header_count;
+    return meta;
+}
+
 }  // namespace
 
 void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const char* payload,
@@ -24,19 +40,12 @@ void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const
     const std::size_t r = rows_.add_row();
     kafka::DecodeError e = extractor_->extract(payload, len, rows_, r);
     std::string reason, detail = extractor_->detail();
-    if (e == kafka::DecodeError::None) {
-        kafka::RecordMeta meta;
-        meta.topic = topic_name(tp.topic);
-        meta.partition = tp.partition;
-        meta.offset = offset;
-        meta.key = key;
-        meta.key_len = key_len;
-        meta.timestamp_ms = kafka_ts;
-        meta.headers = headers;
-        meta.header_count = header_count;
-        if (!kafka::fill_metadata(rows_, r, plan_->paths.size(), meta, detail))
-            e = kafka::DecodeError::InvalidText;
-    }
+    if (e == kafka::DecodeError::None &&
+        !kafka::fill_metadata(rows_, r, plan_->paths.size(),
+                              record_meta(topic_name(tp.topic), tp, offset, key, key_len, kafka_ts,
+                                          headers, header_count),
+                              detail))
+        e = kafka::DecodeError::InvalidText;
     if (e != kafka::DecodeError::None) {
         count(tp, offset);
         dead_.push_back({tp, offset, kafka::to_string(e), detail,
@@ -198,19 +207,12 @@ void RecordPath::exec_extract(core::TopicPartition tp, std::int64_t offset, cons
     const std::size_t r = exec_.rows.add_row();
     kafka::DecodeError e = extractor_->extract(payload, len, exec_.rows, r);
     std::string detail = extractor_->detail();
-    if (e == kafka::DecodeError::None) {
-        kafka::RecordMeta meta;
-        meta.topic = topic_name(tp.topic);
-        meta.partition = tp.partition;
-        meta.offset = offset;
-        meta.key = key;
-        meta.key_len = key_len;
-        meta.timestamp_ms = kafka_ts;
-        meta.headers = headers;
-        meta.header_count = header_count;
-        if (!kafka::fill_metadata(exec_.rows, r, plan_->paths.size(), meta, detail))
-            e = kafka::DecodeError::InvalidText;
-    }
+    if (e == kafka::DecodeError::None &&
+        !kafka::fill_metadata(exec_.rows, r, plan_->paths.size(),
+                              record_meta(topic_name(tp.topic), tp, offset, key, key_len, kafka_ts,
+                                          headers, header_count),
+                              detail))
+        e = kafka::DecodeError::InvalidText;
     if (e != kafka::DecodeError::None) {
         exec_.rows.drop_last();
         rec.reason = kafka::to_string(e);
