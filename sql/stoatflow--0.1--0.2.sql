@@ -53,6 +53,9 @@ CREATE TABLE stoatflow.sink_outbox (
 );
 REVOKE ALL ON stoatflow.sink_outbox FROM PUBLIC;
 ALTER TABLE stoatflow.aggregation_progress ADD COLUMN sink_owed bigint NOT NULL DEFAULT 0;
+-- The aggregation's own state as its worker last wrote it: running, error (its sink fails) or
+-- stalled (its code ran past stoatflow.user_code_timeout and rests); NULL before the first commit.
+ALTER TABLE stoatflow.aggregation_progress ADD COLUMN status text;
 
 -- Offsets the topic's retention deleted before the source read them, per partition: skipped,
 -- counted here and listed in dead_letters (reason 'offsets_skipped'), in the commit that moves
@@ -634,6 +637,12 @@ BEGIN
     SELECT a.aggregation_id FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name;
 END $$;
 
+-- Cancels what a source's worker runs now (an owner's code that loops cannot hold a drop up).
+CREATE FUNCTION stoatflow._interrupt_source_worker(source_name text)
+RETURNS void LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__interrupt_source_worker';
+REVOKE ALL ON FUNCTION stoatflow._interrupt_source_worker(text) FROM PUBLIC;
+
 -- drop_aggregation checks the caller first (and so refuses inside a security-restricted
 -- operation before it touches anything).
 CREATE OR REPLACE FUNCTION stoatflow.drop_aggregation(aggregation_name text, drop_sink boolean DEFAULT false)
@@ -657,6 +666,9 @@ BEGIN
         RAISE EXCEPTION 'must be owner of table % to drop it', agg.sink::regclass
             USING ERRCODE = 'insufficient_privilege';
     END IF;
+    PERFORM stoatflow._interrupt_source_worker(
+        (SELECT s.source_name FROM stoatflow.source s JOIN stoatflow.aggregation a USING (source_id)
+          WHERE a.aggregation_id = agg.aggregation_id));
     PERFORM stoatflow._drop_aggregation_unchecked(agg.aggregation_id, drop_sink);
 END $$;
 
@@ -753,7 +765,7 @@ SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
        p.state_rows_written, p.state_bytes_written,
        p.freshness_lag_ms * interval '1 millisecond' AS freshness_lag,
        p.last_error,
-       CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END AS status,
+       coalesce(p.status, CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END) AS status,
        p.sink_owed, p.filtered
   FROM stoatflow.aggregation a
   JOIN stoatflow.source s ON s.source_id = a.source_id

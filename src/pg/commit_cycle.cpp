@@ -12,6 +12,7 @@
 
 #include "stoatflow/pg/commit_cycle.hpp"
 #include "stoatflow/pg/rows.hpp"
+#include "stoatflow/pg/sandbox.hpp"
 #include "stoatflow/pg/spi.hpp"
 #include "stoatflow/pg/text.hpp"
 
@@ -63,7 +64,8 @@ RecordPathConfig record_path_config(const SourceDef& src, const std::vector<Aggr
     return cfg;
 }
 
-CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations)
+CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations,
+                         UserCodeLedger* ledger)
     : source_(std::move(source)), row_(make_row(source_)),
       exec_(make_exec(source_, aggregations, row_.get())),
       path_(
@@ -90,6 +92,7 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
             for (int c : value_columns_) exec_->used[c] = true;
         }
     }
+    ledger_ = ledger != nullptr ? ledger : &own_ledger_;
     aggs_.reserve(aggregations.size());
     for (auto& def : aggregations) {
         SegmentStore segments(def.id, def.segment_interval, def.retention);
@@ -143,8 +146,21 @@ void CommitCycle::restore() {
         }
         a.sink.restore(a.def.id);
         a.segments.load();
+        // An executor aggregation's states are read back by its owner's receive and
+        // deserialization functions: the rows are read as the worker (the state tables are
+        // not the owner's), then restored in the owner's sandbox.
+        if (path_.layout(i).external() == nullptr) {
+            a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) {
+                path_.restore_window(i, row);
+            });
+            continue;
+        }
+        std::vector<core::WindowStateRow> rows;
         a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) {
-            path_.restore_window(i, row);
+            rows.push_back(row);
+        });
+        run_as_owner(a.def.owner, [&] {
+            for (const auto& row : rows) path_.restore_window(i, row);
         });
     }
 }
@@ -176,6 +192,17 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap,
         agg.freshness_lag =
             snap.w_moved_at > 0 ? std::max<core::Millis>(0, snap.now - snap.w_moved_at) : 0;
     const std::int64_t owed = agg.sink.owed_windows(agg.def.id);
+    // The aggregation's own error: its sink's while that fails, else what its code last did
+    // wrong (kept after recovery, like a source's last_error); status says which state it is in.
+    std::string error = agg.sink.error();
+    std::string status = error.empty() ? "running" : "error";
+    if (const UserCodeLedger::Stall* st = ledger_->resting(agg.def.id, snap.now)) {
+        status = "stalled";
+        error = st->error;
+    } else if (error.empty()) {
+        const auto e = ledger_->last_error.find(agg.def.id);
+        if (e != ledger_->last_error.end()) error = e->second;
+    }
     spi_exec(
         "UPDATE stoatflow.aggregation_progress SET emit_frontier_ms = $2, records_in = $3, "
         "dropped_late_window = $4, dropped_late_session = $5, windows_emitted = $6, "
@@ -183,7 +210,7 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap,
         "state_bytes_written = $10, open_windows = $11, keys_with_open_windows = $12, "
         "freshness_lag_ms = coalesce($13, freshness_lag_ms), last_commit_at = pg_catalog.now(), "
         "last_error = CASE WHEN $14 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $14 END, sink_owed = $15, "
-        "filtered = $16 "
+        "filtered = $16, status = $17 "
         "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
         {arg_int32(agg.def.id), frontier == core::kNoTime ? arg_null(INT8OID) : arg_int64(frontier),
          arg_int64(agg.base.records_in + st.records_in),
@@ -194,10 +221,19 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap,
          arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
          arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
          agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag),
-         arg_text(agg.sink.error()), arg_int64(owed), arg_int64(agg.base.filtered + st.filtered)});
+         arg_text(error), arg_int64(owed), arg_int64(agg.base.filtered + st.filtered),
+         arg_text(status)});
 }
 
-void CommitCycle::commit(core::Millis now) { write(path_.take_snapshot(now)); }
+void CommitCycle::commit(core::Millis now) { write(take_snapshot(now)); }
+
+CommitSnapshot CommitCycle::take_snapshot(core::Millis now) {
+    // Serializing an executor aggregation's states runs its owner's send and serialization
+    // functions: each in its sandbox.
+    return path_.take_snapshot(now, [this](std::size_t i, const std::function<void()>& body) {
+        run_as_owner(aggs_[i].def.owner, body);
+    });
+}
 
 CommitCounts CommitCycle::write(const CommitSnapshot& snap) {
     CommitCounts counts;

@@ -137,10 +137,12 @@ void SourceWorker::step() {
     reload_config_if_pending();
     const core::CommitPolicy policy{commit_interval_ms, catchup_commit_interval_ms};
     const core::Millis later = clock_.now();
+    // A record whose fold failed was passed (its dead letter noted): commit now, so that a
+    // second failure starts over after it, not before.
     if (commit_timer_.due(policy, later, pipeline_->path().records_since_commit(),
                           pipeline_->path().pending_changes(), waiting,
                           pipeline_->path().pending_segments()) ||
-        pipeline_->sink_retry_due(later))
+        pipeline_->sink_retry_due(later) || ledger_.applied)
         commit(false);
 }
 
@@ -269,10 +271,9 @@ void SourceWorker::commit(bool final) {
         // Executor mode: the aggregates' states are serialized by PostgreSQL functions.
         CommitSnapshot snap;
         if (pipeline_->executor())
-            in_transaction(
-                [&] { snap = pipeline_->path().take_snapshot(commit_timer_.last_commit()); });
+            in_transaction([&] { snap = pipeline_->take_snapshot(commit_timer_.last_commit()); });
         else
-            snap = pipeline_->path().take_snapshot(commit_timer_.last_commit());
+            snap = pipeline_->take_snapshot(commit_timer_.last_commit());
         const auto status = partition_status();
         committed_w_ = snap.watermark;
         offsets_moved_ = false;
@@ -295,6 +296,8 @@ void SourceWorker::commit(bool final) {
             if (log_commits) log_commit(snap.seq, counts, ms);
         }
         consumer_->commit_offsets(snap.next_offsets);
+        ledger_.committed(snap.next_offsets);
+        ledger_.applied = false;
     } else if (!final) {
         in_transaction(
             [&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });

@@ -22,6 +22,9 @@ namespace stoatflow::pg {
 
 namespace {
 
+// The executor's aggregate states for the engine. It switches no user: the engine reaches them
+// only inside run_as_owner(owner) (the commit cycle enters it per aggregation), and every call
+// checks that it is there.
 class OwnedAggregates final : public core::ExternalAggregates {
 public:
     OwnedAggregates(AggregationExecutor& exec, Oid owner)
@@ -29,29 +32,29 @@ public:
     AggregationExecutor& executor() const { return exec_; }
 
     core::ExternalHandle create() override {
-        core::ExternalHandle h = nullptr;
-        as_role(owner_, [&] { h = inner_.create(); });
-        return h;
+        require_sandbox(owner_);
+        return inner_.create();
     }
     void add(core::ExternalHandle h, const void* row) override {
-        as_role(owner_, [&] { inner_.add(h, row); });
+        require_sandbox(owner_);
+        inner_.add(h, row);
     }
     void merge(core::ExternalHandle into, core::ExternalHandle from) override {
-        as_role(owner_, [&] { inner_.merge(into, from); });
+        require_sandbox(owner_);
+        inner_.merge(into, from);
     }
     core::ExternalHandle copy(core::ExternalHandle h) override {
-        core::ExternalHandle c = nullptr;
-        as_role(owner_, [&] { c = inner_.copy(h); });
-        return c;
+        require_sandbox(owner_);
+        return inner_.copy(h);
     }
     void destroy(core::ExternalHandle h) noexcept override { inner_.destroy(h); }
     void serialize(core::ExternalHandle h, std::string& out) override {
-        as_role(owner_, [&] { inner_.serialize(h, out); });
+        require_sandbox(owner_);
+        inner_.serialize(h, out);
     }
     core::ExternalHandle deserialize(const char* data, std::size_t len) override {
-        core::ExternalHandle h = nullptr;
-        as_role(owner_, [&] { h = inner_.deserialize(data, len); });
-        return h;
+        require_sandbox(owner_);
+        return inner_.deserialize(data, len);
     }
     bool can_merge() const override { return inner_.can_merge(); }
     std::size_t memory_bytes() const override { return inner_.memory_bytes(); }
@@ -63,21 +66,6 @@ private:
 };
 
 }  // namespace
-
-void as_role(Oid role, const std::function<void()>& f) {
-    Oid saved_user;
-    int saved_ctx;
-    GetUserIdAndSecContext(&saved_user, &saved_ctx);
-    SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE |
-                                     SECURITY_RESTRICTED_OPERATION);
-    try {
-        f();
-    } catch (...) {
-        SetUserIdAndSecContext(saved_user, saved_ctx);
-        throw;
-    }
-    SetUserIdAndSecContext(saved_user, saved_ctx);
-}
 
 namespace {
 

@@ -15,6 +15,7 @@
 
 #include "stoatflow/pg/commit_cycle.hpp"
 #include "stoatflow/pg/exec_path.hpp"
+#include "stoatflow/pg/sandbox.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 #include "stoatflow/kafka/fast_convert.hpp"
@@ -100,19 +101,61 @@ bool parse_time_text(const std::string& text, Oid type, core::Millis& out) {
     return true;
 }
 
-// One record's verdict per aggregation run by the executor.
+// What one record is for one aggregation run by the executor, after its expressions ran.
 struct Verdict {
-    std::string reason;  // not empty: a dead letter for this aggregation (the record goes on)
+    enum Kind { Fold, Filtered, Dead } kind = Dead;
+    std::string key;
+    std::string reason;  // Dead: a dead letter of this aggregation (the record goes on)
     std::string detail;
 };
 
+// A record after the source's own checks (phase 1).
+struct Admitted {
+    bool live = false;      // false: a dead letter as a whole, written already
+    SlowRecord rec;         // its event time, fast-path key and values
+    std::optional<core::Millis> w;  // phase 3: the watermark it is folded with
+};
+
+core::Millis rest_for(core::Millis previous) {
+    return previous <= 0 ? kUserCodeRestFirstMs : std::min(previous * 2, kUserCodeRestMaxMs);
+}
+
 }  // namespace
 
+void UserCodeLedger::timed_out(std::int32_t aggregation_id, core::Millis now,
+                               const std::string& error) {
+    Stall& st = stalled[aggregation_id];
+    st.rest = rest_for(st.rest);
+    st.until = now + st.rest;
+    st.error = error;
+    last_error[aggregation_id] = error;
+}
+
+void UserCodeLedger::committed(const std::map<core::TopicPartition, std::int64_t>& next_offsets) {
+    for (auto it = poisoned.begin(); it != poisoned.end();) {
+        const auto n = next_offsets.find(std::get<1>(it->first));
+        if (n != next_offsets.end() && std::get<2>(it->first) < n->second)
+            it = poisoned.erase(it);
+        else
+            ++it;
+    }
+}
+
+// Executor mode, one batch, in four phases so that code of one owner never shares a sandbox
+// entry with code of another (README "User code is a guest"):
+//  1. as the source's owner: convert the rows, the source's own checks and expressions;
+//  2. per aggregation, as its owner: its expressions per record (errors: its dead letters);
+//  3. no user code: the verdicts noted, each record judged, counted and the watermark observed;
+//     fast-path aggregations fold;
+//  4. per aggregation, as its owner: its records folded in order, with the watermark of phase 3.
+//     A fold that fails leaves that aggregation's state untrusted: the record becomes its dead
+//     letter and the pipeline is rebuilt from the committed state (AggregationRebuild).
 void CommitCycle::run_executor() {
     if (!exec_ || path_.exec_waiting() == 0) return;
     const ExecBatch& batch = path_.take_exec_batch();
     const RowType& rt = row_->type();
     const std::size_t width = rt.width(), n = batch.records.size(), naggs = aggs_.size();
+    const core::Millis now = batch.records.empty() ? 0 : batch.records.back().now;
     MemoryContext outer = CurrentMemoryContext;
     pg_call([&] {
         MemoryContextReset(exec_->batch_cxt);
@@ -122,148 +165,219 @@ void CommitCycle::run_executor() {
     std::vector<bool> nulls;
     std::vector<std::string> bad;
     std::unique_ptr<bool[]> isnull(new bool[width]);
-    std::vector<ExecFold> folds(naggs);
-    std::vector<std::string> keys(naggs);
-    std::vector<CallInputs> inputs(naggs);
-    std::vector<Verdict> verdicts(naggs);
-    // The record (index) whose evaluation raised an error in these aggregations: evaluated
-    // again without them.
-    std::size_t failed_at = n;
-    std::vector<bool> failed(naggs, false);
-    std::size_t evaluating = naggs;  // the aggregation whose expressions run now
-    SlowRecord sr;                   // one record's time, fast-path key and values (reused)
-    const std::size_t kSourceExpressions = naggs + 1;  // `evaluating`: the source's own
-    std::string source_key;
-    CallInputs source_inputs;
-
-    // One record; false when it is a dead letter as a whole.
-    const auto one = [&](std::size_t i, bool& folding) {
-        const ExecRecord& rec = batch.records[i];
-        if (!rec.reason.empty()) return path_.exec_dead(rec, rec.reason, rec.detail);
-        if (!bad[rec.row].empty()) return path_.exec_dead(rec, "bad_value", bad[rec.row]);
-        const Datum* v = values.data() + rec.row * width;
-        for (std::size_t c = 0; c < width; ++c) isnull[c] = nulls[rec.row * width + c];
-        sr.reason.clear();
-        sr.detail.clear();
-        sr.key.reset();
-        sr.time.reset();
-        decode_row(v, isnull.get(), exec_->has_fast, sr);
-        if (!sr.reason.empty()) return path_.exec_dead(rec, sr.reason, sr.detail);
-        if (exec_->source) {  // the event time or the key is an expression
-            std::string detail;
-            evaluating = kSourceExpressions;
-            const AggregationExecutor::Outcome o =
-                exec_->source->evaluate(v, isnull.get(), source_key, source_inputs, detail);
-            evaluating = naggs;
-            if (o == AggregationExecutor::Outcome::NullKey) {
-                const bool time = detail.find("\"source_time\"") != std::string::npos;
-                return path_.exec_dead(rec, time ? "missing_time" : "missing_key",
-                                       time ? "event_time is null" : "key is null");
-            }
-            const std::vector<std::string> texts = exec_->source->key_texts(source_key);
-            std::size_t at = 0;
-            if (exec_->time_expr) {
-                core::Millis t = 0;
-                if (!parse_time_text(texts.at(at++), exec_->time_type, t))
-                    return path_.exec_dead(rec, "time_out_of_range",
-                                           "event_time is " + texts.at(0) +
-                                               ", outside the event time range 0001-01-01 .. "
-                                               "9999-12-31 (UTC)");
-                sr.time = t;
-            }
-            if (exec_->key_expr) sr.key = texts.at(at);
-        }
-        if (!sr.time)
-            return path_.exec_dead(rec, "missing_time", "column \"" + time_column_ + "\" is null");
-        if (exec_->has_fast && !sr.key)
-            return path_.exec_dead(rec, "missing_key", "column \"" + key_column_ + "\" is null");
-        bool kept = exec_->has_fast;
-        for (std::size_t a = 0; a < naggs; ++a) {
-            AggregationExecutor* ex = exec_->executors[a].get();
-            if (ex == nullptr) continue;
-            verdicts[a] = {};
-            folds[a] = {};
-            if (failed_at == i && failed[a]) continue;  // its dead letter is noted
-            AggregationExecutor::Outcome o = AggregationExecutor::Outcome::Fold;
-            std::string detail;
-            evaluating = a;
-            as_role(aggs_[a].def.owner,
-                    [&] { o = ex->evaluate(v, isnull.get(), keys[a], inputs[a], detail); });
-            evaluating = naggs;
-            if (o == AggregationExecutor::Outcome::NullKey) {
-                verdicts[a] = {"missing_key",
-                               "aggregation \"" + aggs_[a].def.name + "\": " + detail};
-                continue;
-            }
-            kept = true;
-            folds[a].fold = o == AggregationExecutor::Outcome::Fold;
-            folds[a].filtered = o == AggregationExecutor::Outcome::Filtered;
-            folds[a].key = keys[a];
-            folds[a].row = &inputs[a];
-        }
-        // Dead for every aggregation (and none takes the fast path): a dead letter as a whole,
-        // as in 0.1 (it does not move the watermark).
-        bool first = !kept;
-        for (std::size_t a = 0; a < naggs; ++a) {
-            if (verdicts[a].reason.empty()) continue;
-            if (first)
-                path_.exec_dead(rec, verdicts[a].reason, verdicts[a].detail);
-            else
-                path_.exec_note(rec, verdicts[a].reason, verdicts[a].detail);
-            first = false;
-        }
-        if (!kept) {
-            if (first) path_.exec_skip(rec);  // its dead letters were noted when they failed
-            return;
-        }
-        folding = true;
-        path_.exec_feed(rec, *sr.time, sr.key ? &*sr.key : nullptr, sr.values.data(), folds.data());
-        folding = false;
+    std::vector<Admitted> recs(n);
+    const auto row_nulls = [&](std::size_t row) {
+        for (std::size_t c = 0; c < width; ++c) isnull[c] = nulls[row * width + c];
+        return isnull.get();
     };
 
     try {
+        // Phase 1: the source's owner.
         run_as_owner(source_.owner, [&] {
-            if (batch.rows.size() > 0) rt.convert(batch.rows, values, nulls, bad, &exec_->used);
-            // One subtransaction per run of records: an error in an aggregation's expressions
-            // rolls it back (PostgreSQL's own cleanup after any error), becomes that
-            // aggregation's dead letter (expression_error), and the record is evaluated again
-            // without it.
+            {
+                UserCall call;  // input functions of the owner's types: one call per row
+                if (batch.rows.size() > 0) rt.convert(batch.rows, values, nulls, bad, &exec_->used);
+            }
+            std::string source_key;
+            CallInputs source_inputs;
             std::size_t i = 0;
-            while (i < n) {
-                bool folding = false;
-                const std::string failure = try_in_subtransaction([&] {
-                    for (; i < n; ++i) {
-                        one(i, folding);
-                        if (failed_at == i) {
-                            failed_at = n;
-                            std::fill(failed.begin(), failed.end(), false);
-                        }
+            const auto one = [&](std::size_t k) {
+                const ExecRecord& r = batch.records[k];
+                Admitted& a = recs[k];
+                if (!r.reason.empty()) return path_.exec_dead(r, r.reason, r.detail);
+                if (!bad[r.row].empty()) return path_.exec_dead(r, "bad_value", bad[r.row]);
+                const Datum* v = values.data() + r.row * width;
+                SlowRecord& sr = a.rec;
+                decode_row(v, row_nulls(r.row), exec_->has_fast, sr);
+                if (!sr.reason.empty()) return path_.exec_dead(r, sr.reason, sr.detail);
+                if (exec_->source) {  // the event time or the key is an expression
+                    std::string detail;
+                    const AggregationExecutor::Outcome o = exec_->source->evaluate(
+                        v, isnull.get(), source_key, source_inputs, detail);
+                    if (o == AggregationExecutor::Outcome::NullKey) {
+                        const bool time = detail.find("\"source_time\"") != std::string::npos;
+                        return path_.exec_dead(r, time ? "missing_time" : "missing_key",
+                                               time ? "event_time is null" : "key is null");
                     }
-                });
-                // An error while folding (a transition function's): the worker starts over.
-                if (!failure.empty() && folding) throw Error(sqlstate::kInternalError, failure);
-                if (failure.empty()) continue;
-                // The source's event time or key raised it: a dead letter as a whole (nothing of
-                // the record was fed).
-                if (evaluating == kSourceExpressions) {
-                    path_.exec_dead(batch.records[i], "expression_error",
-                                    "the source's event_time or key: " + failure);
-                    evaluating = naggs;
-                    ++i;
-                    continue;
+                    const std::vector<std::string> texts = exec_->source->key_texts(source_key);
+                    std::size_t at = 0;
+                    if (exec_->time_expr) {
+                        core::Millis t = 0;
+                        if (!parse_time_text(texts.at(at++), exec_->time_type, t))
+                            return path_.exec_dead(
+                                r, "time_out_of_range",
+                                "event_time is " + texts.at(0) +
+                                    ", outside the event time range 0001-01-01 .. 9999-12-31 "
+                                    "(UTC)");
+                        sr.time = t;
+                    }
+                    if (exec_->key_expr) sr.key = texts.at(at);
                 }
-                // Raised outside the aggregations' expressions: the worker starts over.
-                if (evaluating == naggs) throw Error(sqlstate::kInternalError, failure);
-                if (failed_at != i) {
-                    failed_at = i;
-                    std::fill(failed.begin(), failed.end(), false);
-                }
-                failed[evaluating] = true;
-                path_.exec_note(batch.records[i], "expression_error",
-                                "aggregation \"" + aggs_[evaluating].def.name + "\": " + failure);
-                evaluating = naggs;
+                if (!sr.time)
+                    return path_.exec_dead(r, "missing_time",
+                                           "column \"" + time_column_ + "\" is null");
+                if (exec_->has_fast && !sr.key)
+                    return path_.exec_dead(r, "missing_key",
+                                           "column \"" + key_column_ + "\" is null");
+                a.live = true;
+            };
+            // One subtransaction per run of records: an error in the source's expressions makes
+            // that record a dead letter as a whole (nothing of it was fed).
+            while (i < n) {
+                Interrupt why = Interrupt::None;
+                const std::string failure = try_in_subtransaction(
+                    [&] {
+                        for (; i < n; ++i) one(i);
+                    },
+                    &why);
+                if (failure.empty()) break;
+                recs[i].live = false;
+                path_.exec_dead(batch.records[i],
+                                why == Interrupt::Timeout ? "user_code_timeout" : "expression_error",
+                                "the source's event_time or key: " + failure);
+                ++i;
             }
         });
+
+        // Phase 2: each aggregation's expressions, as its owner.
+        std::vector<std::vector<Verdict>> verdicts(naggs);
+        for (std::size_t a = 0; a < naggs; ++a) {
+            AggregationExecutor* ex = exec_->executors[a].get();
+            if (ex == nullptr) continue;
+            const AggregationDef& def = aggs_[a].def;
+            std::vector<Verdict>& vs = verdicts[a];
+            vs.resize(n);
+            if (const UserCodeLedger::Stall* st = ledger_->resting(def.id, now)) {
+                for (std::size_t k = 0; k < n; ++k)
+                    vs[k] = {Verdict::Dead, {}, "user_code_timeout",
+                             "aggregation \"" + def.name + "\" rests after its code timed out (" +
+                                 st->error + "); records are not run through it until it resumes"};
+                continue;
+            }
+            run_as_owner(def.owner, [&] {
+                std::string detail;
+                CallInputs inputs;
+                std::size_t i = 0;
+                while (i < n) {
+                    Interrupt why = Interrupt::None;
+                    const std::string failure = try_in_subtransaction(
+                        [&] {
+                            for (; i < n; ++i) {
+                                if (!recs[i].live) continue;
+                                const ExecRecord& r = batch.records[i];
+                                const auto p = ledger_->poisoned.find({def.id, r.tp, r.offset});
+                                if (p != ledger_->poisoned.end()) {
+                                    vs[i] = {Verdict::Dead, {}, p->second.reason, p->second.detail};
+                                    ledger_->applied = true;
+                                    continue;
+                                }
+                                Verdict& v = vs[i];
+                                const AggregationExecutor::Outcome o =
+                                    ex->evaluate(values.data() + r.row * width, row_nulls(r.row),
+                                                 v.key, inputs, detail);
+                                if (o == AggregationExecutor::Outcome::NullKey) {
+                                    v.kind = Verdict::Dead;
+                                    v.reason = "missing_key";
+                                    v.detail = "aggregation \"" + def.name + "\": " + detail;
+                                } else {
+                                    v.kind = o == AggregationExecutor::Outcome::Fold
+                                                 ? Verdict::Fold
+                                                 : Verdict::Filtered;
+                                }
+                            }
+                        },
+                        &why);
+                    if (failure.empty()) break;
+                    const std::string message = "aggregation \"" + def.name + "\": " + failure;
+                    vs[i] = {Verdict::Dead, {},
+                             why == Interrupt::Timeout ? "user_code_timeout" : "expression_error",
+                             message};
+                    ++i;
+                    if (why == Interrupt::Timeout) {  // it rests: the rest of the batch too
+                        ledger_->timed_out(def.id, now, message);
+                        for (; i < n; ++i)
+                            vs[i] = {Verdict::Dead, {}, "user_code_timeout",
+                                     "aggregation \"" + def.name +
+                                         "\" rests after its code timed out (" + message + ")"};
+                    }
+                }
+            });
+        }
+
+        // Phase 3: verdicts, judgement, watermark (no user code).
+        std::vector<ExecFold> folds(n * naggs);
+        for (std::size_t i = 0; i < n; ++i) {
+            Admitted& r = recs[i];
+            if (!r.live) continue;
+            const ExecRecord& rec = batch.records[i];
+            ExecFold* f = folds.data() + i * naggs;
+            bool kept = exec_->has_fast;
+            for (std::size_t a = 0; a < naggs; ++a) {
+                if (verdicts[a].empty()) continue;
+                const Verdict& v = verdicts[a][i];
+                f[a].fold = v.kind == Verdict::Fold;
+                f[a].filtered = v.kind == Verdict::Filtered;
+                f[a].key = v.key;
+                kept |= v.kind != Verdict::Dead;
+            }
+            // Dead for every aggregation (and none takes the fast path): a dead letter as a
+            // whole (it does not move the watermark).
+            bool first = !kept;
+            for (std::size_t a = 0; a < naggs; ++a) {
+                if (verdicts[a].empty() || verdicts[a][i].kind != Verdict::Dead) continue;
+                const Verdict& v = verdicts[a][i];
+                if (first)
+                    path_.exec_dead(rec, v.reason, v.detail);
+                else
+                    path_.exec_note(rec, v.reason, v.detail);
+                first = false;
+            }
+            if (!kept) {
+                if (first) path_.exec_skip(rec);
+                continue;
+            }
+            r.w = path_.exec_admit(rec, *r.rec.time, r.rec.key ? &*r.rec.key : nullptr,
+                                   r.rec.values.data(), f);
+        }
+
+        // Phase 4: each aggregation folds its records, as its owner.
+        for (std::size_t a = 0; a < naggs; ++a) {
+            AggregationExecutor* ex = exec_->executors[a].get();
+            if (ex == nullptr) continue;
+            const AggregationDef& def = aggs_[a].def;
+            std::size_t i = 0;
+            try {
+                run_as_owner(def.owner, [&] {
+                    std::string key, detail;
+                    CallInputs inputs;
+                    for (; i < n; ++i) {
+                        if (!recs[i].w) continue;
+                        const ExecRecord& r = batch.records[i];
+                        ExecFold f = folds[i * naggs + a];
+                        if (f.fold) {
+                            // its inputs again (phase 2 kept only the verdict): deterministic
+                            ex->evaluate(values.data() + r.row * width, row_nulls(r.row), key,
+                                         inputs, detail);
+                            f.row = &inputs;
+                        }
+                        path_.exec_fold(a, f, *recs[i].rec.time, *recs[i].w);
+                    }
+                });
+            } catch (const Error& e) {
+                const Interrupt why = interrupt_of(e);
+                if (why == Interrupt::Shutdown || why == Interrupt::Cancel) throw;
+                const ExecRecord& r = batch.records[i];
+                const std::string fn = ex->failed_function();
+                const std::string message =
+                    "aggregation \"" + def.name + "\"" + (fn.empty() ? "" : ", " + fn) + ": " +
+                    (why == Interrupt::Timeout ? user_code_timeout_message() : e.what());
+                ledger_->poisoned[{def.id, r.tp, r.offset}] = {
+                    why == Interrupt::Timeout ? "user_code_timeout" : "aggregate_error", message};
+                ledger_->last_error[def.id] = message;
+                if (why == Interrupt::Timeout) ledger_->timed_out(def.id, now, message);
+                throw AggregationRebuild(message);
+            }
+        }
     } catch (...) {
         MemoryContextSwitchTo(outer);
         throw;

@@ -14,6 +14,7 @@
 
 #include "stoatflow/pg/key_text.hpp"
 #include "stoatflow/pg/pg_aggregates.hpp"
+#include "stoatflow/pg/sandbox.hpp"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -302,6 +303,7 @@ AggregationExecutor::Outcome AggregationExecutor::evaluate(const Datum* values, 
                                                            std::string& key, CallInputs& inputs,
                                                            std::string& detail) {
     Impl* m = impl_.get();
+    const UserCall call;
     const int r = pg_call([&] { return eval_record(m, values, nulls); });
     if (r >= 0) {
         detail = m->key_labels[static_cast<std::size_t>(r)];
@@ -316,6 +318,8 @@ AggregationExecutor::Outcome AggregationExecutor::evaluate(const Datum* values, 
 }
 
 core::ExternalAggregates& AggregationExecutor::aggregates() { return *impl_->aggs; }
+
+std::string AggregationExecutor::failed_function() const { return impl_->aggs->running_function(); }
 
 const std::vector<ExecColumn>& AggregationExecutor::key_columns() const { return impl_->key_cols; }
 const std::vector<ExecColumn>& AggregationExecutor::item_columns() const {

@@ -259,6 +259,20 @@ PgAggregates::~PgAggregates() {
     if (cxt_) MemoryContextDelete(cxt_);
 }
 
+std::string PgAggregates::running_function() const {
+    if (running_what_ == nullptr || !OidIsValid(running_fn_)) return {};
+    const Oid fn = running_fn_, agg = running_agg_;
+    const char* what = running_what_;
+    try {
+        return pg_call([&] {
+            return psprintf("%s %s of aggregate %s", what, format_procedure_qualified(fn),
+                            format_procedure_qualified(agg));
+        });
+    } catch (const Error&) {
+        return what;
+    }
+}
+
 std::size_t PgAggregates::first_arg(std::size_t i) const {
     return static_cast<std::size_t>(calls_[i]->first_arg);
 }

@@ -2,6 +2,7 @@
 // the format is in pg_aggregates.hpp) and finalization from bytes.
 // Everything inside pg_call lambdas is PostgreSQL calls and plain data only (guard.hpp).
 #include "stoatflow/pg/pg_aggregates_internal.hpp"
+#include "stoatflow/pg/sandbox.hpp"
 
 #include "stoatflow/core/error.hpp"
 
@@ -34,6 +35,7 @@ namespace stoatflow::pg {
 using namespace aggs_detail;
 
 void PgAggregates::serialize(core::ExternalHandle handle, std::string& out) {
+    const UserCall call;
     auto* h = static_cast<Handle*>(handle);
     const std::size_t n = calls_.size();
     Call* const* calls = calls_.data();
@@ -50,7 +52,10 @@ void PgAggregates::serialize(core::ExternalHandle handle, std::string& out) {
             std::uint8_t flag = flags(h, n)[i];
             bytea* bytes = nullptr;
             if (flag == kValue) {
+                running_agg_ = c->aggref->aggfnoid;
                 if (c->internal) {
+                    running_what_ = "serialization function";
+                    running_fn_ = c->serial->flinfo->fn_oid;
                     c->serial->args[0].value = vals(h)[i];
                     c->serial->args[0].isnull = false;
                     c->serial->isnull = false;
@@ -60,6 +65,8 @@ void PgAggregates::serialize(core::ExternalHandle handle, std::string& out) {
                     else
                         bytes = DatumGetByteaPP(d);
                 } else {
+                    running_what_ = "send function";
+                    running_fn_ = c->send.fn_oid;
                     bytes = SendFunctionCall(const_cast<FmgrInfo*>(&c->send), vals(h)[i]);
                 }
             }
@@ -123,6 +130,9 @@ PgAggregates::Handle* PgAggregates::parse_and_read(const char* data, std::size_t
                 const Piece& p = pieces[i];
                 flags(h, n)[i] = p.flag;
                 if (p.flag != kValue) continue;
+                running_agg_ = c->aggref->aggfnoid;
+                running_what_ = c->internal ? "deserialization function" : "receive function";
+                running_fn_ = c->internal ? c->deserial->flinfo->fn_oid : c->recv.fn_oid;
                 if (c->internal) {
                     auto* b = static_cast<bytea*>(palloc(VARHDRSZ + p.len));
                     SET_VARSIZE(b, VARHDRSZ + p.len);
@@ -160,6 +170,7 @@ PgAggregates::Handle* PgAggregates::parse_and_read(const char* data, std::size_t
 }
 
 core::ExternalHandle PgAggregates::deserialize(const char* data, std::size_t len) {
+    const UserCall call;
     Handle* h = parse_and_read(data, len);
     account(h);
     return h;
@@ -171,6 +182,7 @@ void PgAggregates::release_final() noexcept {
 }
 
 void PgAggregates::finalize(const char* data, std::size_t len, Datum* values, bool* nulls) {
+    const UserCall call;
     release_final();
     final_ = parse_and_read(data, len);
     Handle* h = final_;
@@ -202,6 +214,9 @@ void PgAggregates::finalize(const char* data, std::size_t len, Datum* values, bo
                 continue;
             }
             fc->isnull = false;
+            running_what_ = "final function";
+            running_fn_ = fc->flinfo->fn_oid;
+            running_agg_ = c->aggref->aggfnoid;
             agg->curperagg = &agg->peragg[i];
             values[i] = FunctionCallInvoke(fc);
             agg->curperagg = nullptr;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "stoatflow/pg/executor.hpp"
+#include "stoatflow/pg/sandbox.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -102,6 +103,7 @@ Datum read_internal(const PgAggregates::Call* c, AggState* agg, Datum bytes, Mem
 }  // namespace aggs_detail
 
 void PgAggregates::add(core::ExternalHandle handle, const void* row) {
+    const UserCall call;
     auto* h = static_cast<Handle*>(handle);
     const auto* in = static_cast<const CallInputs*>(row);
     const std::size_t n = calls_.size();
@@ -133,6 +135,9 @@ void PgAggregates::add(core::ExternalHandle handle, const void* row) {
                 }
             }
             FunctionCallInfo fc = c->trans;
+            running_what_ = "transition function";
+            running_fn_ = fc->flinfo->fn_oid;
+            running_agg_ = c->aggref->aggfnoid;
             fc->args[0].value = v[i];
             fc->args[0].isnull = f[i] != kValue;
             for (int j = 0; j < c->nargs; ++j) {
@@ -147,6 +152,7 @@ void PgAggregates::add(core::ExternalHandle handle, const void* row) {
 }
 
 void PgAggregates::merge(core::ExternalHandle into_h, core::ExternalHandle from_h) {
+    const UserCall call;
     if (!can_merge_)
         throw Error(sqlstate::kInternalError, "merge called on aggregates without combinefunc");
     auto* into = static_cast<Handle*>(into_h);
@@ -181,6 +187,9 @@ void PgAggregates::merge(core::ExternalHandle into_h, core::ExternalHandle from_
                 }
             }
             FunctionCallInfo fc = c->combine;
+            running_what_ = "combine function";
+            running_fn_ = fc->flinfo->fn_oid;
+            running_agg_ = c->aggref->aggfnoid;
             fc->args[0].value = v[i];
             fc->args[0].isnull = f[i] != kValue;
             fc->args[1].value = fv[i];
@@ -193,6 +202,7 @@ void PgAggregates::merge(core::ExternalHandle into_h, core::ExternalHandle from_
 }
 
 core::ExternalHandle PgAggregates::copy(core::ExternalHandle src_h) {
+    const UserCall call;
     auto* src = static_cast<Handle*>(src_h);
     const std::size_t n = calls_.size();
     Call* const* calls = calls_.data();
@@ -211,6 +221,9 @@ core::ExternalHandle PgAggregates::copy(core::ExternalHandle src_h) {
                 flags(h, n)[i] = sf;
                 if (sf != kValue) continue;
                 if (c->internal) {  // serialfn, then deserialfn into the new window
+                    running_what_ = "serialization functions";
+                    running_fn_ = c->serial->flinfo->fn_oid;
+                    running_agg_ = c->aggref->aggfnoid;
                     agg->curaggcontext->ecxt_per_tuple_memory = src->cxt;
                     c->serial->args[0].value = vals(src)[i];
                     c->serial->args[0].isnull = false;

@@ -150,7 +150,7 @@ void RecordPath::drain() {
     staged_ = 0;
 }
 
-CommitSnapshot RecordPath::take_snapshot(core::Millis now) {
+CommitSnapshot RecordPath::take_snapshot(core::Millis now, const AggregationScope& scope) {
     drain();
     CommitSnapshot snap;
     snap.seq = ++commit_seq_;
@@ -165,7 +165,10 @@ CommitSnapshot RecordPath::take_snapshot(core::Millis now) {
     snap.aggs.resize(aggs_.size());
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         auto& engine = *aggs_[i].engine;
-        engine.flush(snap.watermark, snap.aggs[i].out);
+        if (scope && aggs_[i].executor)
+            scope(i, [&] { engine.flush(snap.watermark, snap.aggs[i].out); });
+        else
+            engine.flush(snap.watermark, snap.aggs[i].out);
         snap.aggs[i].stats = engine.stats();
         snap.aggs[i].stats.filtered = aggs_[i].filtered;
         snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());

@@ -242,8 +242,9 @@ void RecordPath::exec_note(const ExecRecord& r, const std::string& reason,
                      storable_text(r.payload.data(), r.payload.size(), kDeadLetterPayloadBytes)});
 }
 
-void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
-                           const core::Value* values, const ExecFold* folds) {
+std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Millis time,
+                                                   const std::string* key,
+                                                   const core::Value* values, ExecFold* folds) {
     // The checks every record meets (check_record), on the computed time and keys.
     kafka::Decoded& d = staged_records_[0].record;
     d.time = time;
@@ -251,37 +252,57 @@ void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::st
     std::string reason, detail;
     if (check_record(d, r.now, reason, detail) != Verdict::Staged) {
         exec_dead(r, reason, detail);
-        return;
+        return std::nullopt;
     }
+    // A key too long for one executor aggregation is that aggregation's dead letter only.
+    bool kept = key != nullptr;
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
-        if (!aggs_[i].executor || !folds[i].fold) continue;
-        if (max_key_bytes_ != 0 && folds[i].key.size() > max_key_bytes_) {
-            exec_dead(r, "key_too_long",
-                      "the key of aggregation \"" + aggs_[i].name + "\" is " +
+        if (!aggs_[i].executor) continue;
+        if (folds[i].fold && max_key_bytes_ != 0 && folds[i].key.size() > max_key_bytes_) {
+            exec_note(r, "key_too_long",
+                      "aggregation \"" + aggs_[i].name + "\": the key is " +
                           std::to_string(folds[i].key.size()) +
                           " bytes, longer than max_key_bytes " + std::to_string(max_key_bytes_));
-            return;
+            folds[i].fold = false;
+            folds[i].filtered = false;
         }
+        kept |= folds[i].fold || folds[i].filtered;
+    }
+    if (!kept) {  // every aggregation noted a dead letter: consumed, nothing else
+        count(r.tp, r.offset);
+        return std::nullopt;
     }
     count(r.tp, r.offset);
     const core::Millis w = watermark_.observe(r.tp.id(), time, r.now);
     if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = r.now;
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         Aggregation& a = aggs_[i];
-        if (a.executor) {
-            if (!folds[i].fold) {
-                if (folds[i].filtered) ++a.filtered;
-                continue;
-            }
-            a.engine->process(folds[i].key, time, nullptr, w, folds[i].row);
-            continue;
-        }
+        if (a.executor) continue;
         const std::size_t naggs = a.value_index.size();
         a.values.resize(naggs);
         for (std::size_t k = 0; k < naggs; ++k)
             a.values[k] = a.value_index[k] < 0 ? core::Value::missing() : values[a.value_index[k]];
         a.engine->process(d.key, time, a.values.data(), w);
     }
+    return w;
+}
+
+void RecordPath::exec_fold(std::size_t aggregation, const ExecFold& fold, core::Millis time,
+                           core::Millis watermark) {
+    Aggregation& a = aggs_[aggregation];
+    if (!fold.fold) {
+        if (fold.filtered) ++a.filtered;
+        return;
+    }
+    a.engine->process(fold.key, time, nullptr, watermark, fold.row);
+}
+
+void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
+                           const core::Value* values, ExecFold* folds) {
+    const std::optional<core::Millis> w = exec_admit(r, time, key, values, folds);
+    if (!w) return;
+    for (std::size_t i = 0; i < aggs_.size(); ++i)
+        if (aggs_[i].executor) exec_fold(i, folds[i], time, *w);
 }
 
 }  // namespace stoatflow::pg

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "stoatflow/pg/row_type.hpp"
+#include "stoatflow/pg/sandbox.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
@@ -201,7 +202,8 @@ void RowType::convert(const kafka::RawRows& rows, std::vector<Datum>& values,
     std::size_t at = 0;  // the column being converted, for the message
     auto convert_rows = [&](std::size_t from, std::size_t to) {
         pg_call([&] {
-            for (std::size_t r = from; r < to; ++r)
+            for (std::size_t r = from; r < to; ++r) {
+                restart_user_call_clock();  // one call of the owner's input functions per row
                 for (at = 0; at < w; ++at) {
                     const kafka::RawValue raw = rows.get(r, at);
                     const RowColumn& c = columns_[at];
@@ -216,6 +218,7 @@ void RowType::convert(const kafka::RawRows& rows, std::vector<Datum>& values,
                                              : fast_value_datum(c, fv);
                     nulls[r * w + at] = isnull;
                 }
+            }
         });
     };
     if (try_in_subtransaction([&] { convert_rows(0, n); }).empty()) return;

@@ -16,9 +16,11 @@
 
 extern "C" {
 #include "pgstat.h"
+#include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 
 PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
+
 }
 
 namespace stoatflow::pg {
@@ -49,6 +51,33 @@ void SourceWorker::run() {
             }
             step();
             backoff.succeeded();
+        } catch (const AggregationRebuild& e) {
+            // One aggregation's fold failed: its state cannot be trusted. Start over from the
+            // committed state at once (no backoff, not a failure of the source); the failing
+            // record is then that aggregation's dead letter (UserCodeLedger).
+            const std::string msg = e.what();
+            pg_call([&] {
+                ereport(LOG, (errmsg("stoatflow source %d: %s; rebuilding from the committed "
+                                     "state",
+                                     source_id_, msg.c_str())));
+            });
+            drop_pipeline();
+        } catch (const Error& e) {
+            if (e.sqlstate() != sqlstate::kQueryCanceled) {
+                fail(e.what());
+                wait_ms(backoff.failed());
+                continue;
+            }
+            // A cancel (pg_cancel_backend, drop_aggregation interrupting an owner's code) or
+            // SIGTERM: drop what is uncommitted and start over (or leave); the source did not fail.
+            const std::string msg = e.what();
+            pg_call([&] {
+                ereport(LOG, (errmsg("stoatflow source %d: %s; starting over from the committed "
+                                     "state",
+                                     source_id_, msg.c_str())));
+            });
+            drop_pipeline();
+            if (!got_sigterm) wait_ms(kCancelRestartMs);
         } catch (const std::exception& e) {
             // Whatever was consumed since the last commit is discarded with the
             // pipeline; the next start resumes from the committed state.
@@ -107,7 +136,8 @@ SourceWorker::Start SourceWorker::start() {
     pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
     std::unique_ptr<CommitCycle> pipeline;
     in_transaction([&] {
-        pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs));  // resolves a row type
+        pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs),
+                                                 &ledger_);  // resolves a row type
         pipeline->restore();
     });
 
@@ -275,6 +305,24 @@ void SourceWorker::show_status(core::Millis now) {
 }  // namespace stoatflow::pg
 
 using namespace stoatflow::pg;
+
+// stoatflow._interrupt_source_worker(source_name): drop_aggregation (and drop_source) cancel what
+// the source's worker runs now (SIGINT, as pg_cancel_backend), so that an owner's code that
+// loops cannot hold the drop up; the worker starts over from its committed state.
+STOATFLOW_FUNCTION(stoatflow__interrupt_source_worker) {
+    if (PG_ARGISNULL(0)) PG_RETURN_VOID();
+    const std::string type = "stoatflow source " + text_to_string(PG_GETARG_DATUM(0));
+    SpiSession spi;
+    const auto n = spi_exec("SELECT pid FROM pg_catalog.pg_stat_activity WHERE backend_type "
+                            "OPERATOR(pg_catalog.=) $1",
+                            {arg_text(type.substr(0, BGW_MAXLEN - 1))});
+    std::vector<std::int64_t> pids;
+    for (std::uint64_t r = 0; r < n; ++r)
+        if (const auto pid = spi_int64(r, 1)) pids.push_back(*pid);
+    spi.finish();
+    for (const std::int64_t pid : pids) (void)kill(static_cast<pid_t>(pid), SIGINT);
+    PG_RETURN_VOID();
+}
 
 void stoatflow_source_worker_main(Datum arg) {
     worker_connect();

@@ -322,8 +322,9 @@ bool in_subtransaction(const char* tolerated, const std::function<void()>& f) {
     return true;
 }
 
-std::string try_in_subtransaction(const std::function<void()>& f) {
+std::string try_in_subtransaction(const std::function<void()>& f, Interrupt* why) {
     std::string failure;
+    Interrupt interrupt = Interrupt::None;
     MemoryContext cxt = CurrentMemoryContext;
     ResourceOwner owner = CurrentResourceOwner;
     pg_call([] { BeginInternalSubTransaction(nullptr); });
@@ -333,7 +334,10 @@ std::string try_in_subtransaction(const std::function<void()>& f) {
     } catch (const Error& e) {  // PgError included
         failure = e.what();
         if (failure.empty()) failure = "error " + e.sqlstate();
+        interrupt = interrupt_of(e);
+        if (interrupt == Interrupt::Timeout) failure = user_code_timeout_message();
     }
+    if (why != nullptr) *why = interrupt;
     if (failure.empty()) {
         pg_call([] { ReleaseCurrentSubTransaction(); });
     } else {
@@ -341,42 +345,9 @@ std::string try_in_subtransaction(const std::function<void()>& f) {
     }
     MemoryContextSwitchTo(cxt);
     CurrentResourceOwner = owner;
+    if (interrupt == Interrupt::Shutdown || interrupt == Interrupt::Cancel)
+        throw UserCodeInterrupted(interrupt, failure);
     return failure;
-}
-
-void run_as_owner(Oid role, const std::function<void()>& f) {
-    Oid saved_user;
-    int saved_ctx;
-    GetUserIdAndSecContext(&saved_user, &saved_ctx);
-    const int nest = pg_call([&] {
-        SetUserIdAndSecContext(role, saved_ctx | SECURITY_LOCAL_USERID_CHANGE |
-                                         SECURITY_RESTRICTED_OPERATION);
-        const int level = NewGUCNestLevel();
-        (void)set_config_option("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_SESSION,
-                                GUC_ACTION_SAVE, true, 0, false);
-        (void)set_config_option("lock_timeout", kOwnerLockTimeout, PGC_SUSET, PGC_S_SESSION,
-                                GUC_ACTION_SAVE, true, 0, false);
-        // Values' text forms fixed (PostgreSQL's defaults): an aggregation's key is stored as
-        // its columns' output text and read back with their input functions, in the worker
-        // and in any user's session alike.
-        for (const auto& [name, value] : kOwnerTextSettings)
-            (void)set_config_option(name, value, PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0,
-                                    false);
-        return level;
-    });
-    const auto restore = [&] {
-        pg_call([&] {
-            AtEOXact_GUC(false, nest);
-            SetUserIdAndSecContext(saved_user, saved_ctx);
-        });
-    };
-    try {
-        f();
-    } catch (...) {
-        restore();
-        throw;
-    }
-    restore();
 }
 
 }  // namespace stoatflow::pg

@@ -27,6 +27,7 @@ int catchup_commit_interval_ms = kCatchupCommitIntervalDefaultMs;
 bool log_commits = false;
 int max_key_bytes = kMaxKeyBytesDefault;
 int worker_memory_limit_kb = kWorkerMemoryLimitDefaultKb;
+int user_code_timeout = kUserCodeTimeoutDefaultMs;
 char* database_name = nullptr;
 
 void define_settings() {
@@ -60,6 +61,13 @@ void define_settings() {
         "instead of growing until the kernel kills it. 0 turns the limit off.",
         &worker_memory_limit_kb, kWorkerMemoryLimitDefaultKb, 0, MAX_KILOBYTES, PGC_SIGHUP,
         GUC_UNIT_KB, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "stoatflow.user_code_timeout", "Longest time one call of an owner's code may run.",
+        "An expression or aggregate support function of an aggregation running longer is "
+        "cancelled: the record becomes a dead letter of that aggregation (user_code_timeout). "
+        "0 turns the limit off.",
+        &user_code_timeout, kUserCodeTimeoutDefaultMs, 0, kUserCodeTimeoutMaxMs, PGC_SIGHUP,
+        GUC_UNIT_MS, nullptr, nullptr, nullptr);
     DefineCustomStringVariable(
         "stoatflow.database", "Database the stoatflow background worker connects to.", nullptr,
         &database_name, kDatabaseDefault, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);

@@ -73,33 +73,51 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
                         "Its topics are: " + def.topic + ".");
         topic_of.push_back(i);
     }
-    CommitCycle pipeline(def, load_aggregations(def.id));
-    pipeline.restore();
     const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
     std::int64_t dead = 0;
-    // Offsets as a broker would give them: after the committed position, one per record (the
-    // path's own position moves only as records are evaluated, in executor mode later).
-    std::map<core::TopicPartition, std::int64_t> next = pipeline.path().next_offsets();
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-        const std::int32_t p = parts[i].value_or(0);
-        if (p < 0) throw Error(sqlstate::kInvalidParameterValue, "partition must not be negative");
-        const core::TopicPartition tp{topic_of[i], p};
-        const std::int64_t offset = next[tp]++;
-        const std::string payload = payloads[i].value_or("");
-        const std::string* key = keys[i] ? &*keys[i] : nullptr;
-        pipeline.path().process(tp.topic, p, offset, payload.data(), payload.size(),
-                                key ? key->data() : nullptr, key ? key->size() : 0,
-                                stamps[i].value_or(core::kNoTime), now);
-        while (pipeline.path().blocked()) pipeline.resolve_blocked();
-        // Executor mode: evaluated a batch at a time, as the worker does.
-        if (pipeline.path().exec_waiting() >= kStageRecords) pipeline.run_executor();
+    core::Millis w = core::kNoTime;
+    // As the worker does when an aggregation's fold fails (AggregationRebuild): everything of
+    // this call is rolled back and run again from the committed state, the failing record now
+    // that aggregation's dead letter. Each record can fail once per aggregation.
+    UserCodeLedger ledger;
+    const std::vector<AggregationDef> aggregations = load_aggregations(def.id);
+    for (std::size_t attempt = 0;; ++attempt) {
+        try {
+            in_subtransaction("", [&] {
+                CommitCycle pipeline(def, aggregations, &ledger);
+                pipeline.restore();
+                // Offsets as a broker would give them: after the committed position, one per
+                // record (the path's own position moves only as records are evaluated, in
+                // executor mode later).
+                std::map<core::TopicPartition, std::int64_t> next = pipeline.path().next_offsets();
+                for (std::size_t i = 0; i < parts.size(); ++i) {
+                    const std::int32_t p = parts[i].value_or(0);
+                    if (p < 0)
+                        throw Error(sqlstate::kInvalidParameterValue,
+                                    "partition must not be negative");
+                    const core::TopicPartition tp{topic_of[i], p};
+                    const std::int64_t offset = next[tp]++;
+                    const std::string payload = payloads[i].value_or("");
+                    const std::string* key = keys[i] ? &*keys[i] : nullptr;
+                    pipeline.path().process(tp.topic, p, offset, payload.data(), payload.size(),
+                                            key ? key->data() : nullptr, key ? key->size() : 0,
+                                            stamps[i].value_or(core::kNoTime), now);
+                    while (pipeline.path().blocked()) pipeline.resolve_blocked();
+                    // Executor mode: evaluated a batch at a time, as the worker does.
+                    if (pipeline.path().exec_waiting() >= kStageRecords) pipeline.run_executor();
+                }
+                pipeline.run_executor();
+                dead = pipeline.path().dead_letters_since_commit();
+                w = pipeline.path().watermark().current();
+                pipeline.commit(now);
+            });
+            break;
+        } catch (const AggregationRebuild&) {
+            if (attempt > parts.size() * (aggregations.size() + 1)) throw;
+        }
     }
-    pipeline.run_executor();
-    dead = pipeline.path().dead_letters_since_commit();
-    const core::Millis w = pipeline.path().watermark().current();
-    pipeline.commit(now);
     spi.finish();
 
     TupleDesc desc;

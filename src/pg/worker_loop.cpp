@@ -2,6 +2,7 @@
 // wait with interrupts checked, the per-iteration memory context, the source status row.
 #include "stoatflow/pg/worker_loop.hpp"
 
+#include "stoatflow/pg/sandbox.hpp"
 #include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/spi.hpp"
 
@@ -27,6 +28,9 @@ namespace {
 void handle_sigterm(SIGNAL_ARGS) {
     const int save_errno = errno;
     got_sigterm = 1;
+    // Code of an owner running now (a looping transition function) is cancelled: the worker
+    // leaves its loop within the timer's tick, never waits for the loop to end.
+    interrupt_user_code_for_shutdown();
     SetLatch(MyLatch);
     errno = save_errno;
 }
@@ -115,7 +119,8 @@ void write_source_status(std::int32_t source_id, const std::string& status,
         "SELECT $1, $2, CASE WHEN $3 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $3 END, pg_catalog.now() "
         "WHERE EXISTS (SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1) "
         "ON CONFLICT (source_id) DO UPDATE SET status = EXCLUDED.status, "
-        "last_error = EXCLUDED.last_error, updated_at = EXCLUDED.updated_at",
+        "last_error = coalesce(EXCLUDED.last_error, source_status.last_error), "
+        "updated_at = EXCLUDED.updated_at",
         {arg_int32(source_id), arg_text(status), arg_text(error)});
 }
 

@@ -29,6 +29,7 @@ inline constexpr const char* kNameTooLong = "42622";
 inline constexpr const char* kFeatureNotSupported = "0A000";
 inline constexpr const char* kObjectNotInPrerequisiteState = "55000";
 inline constexpr const char* kLockNotAvailable = "55P03";
+inline constexpr const char* kQueryCanceled = "57014";
 inline constexpr const char* kProgramLimitExceeded = "54000";
 inline constexpr const char* kOutOfMemory = "53200";
 inline constexpr const char* kInternalError = "XX000";

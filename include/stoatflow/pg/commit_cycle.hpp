@@ -8,7 +8,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,44 @@ struct ExecSet {
     ~ExecSet();
 };
 
+// What owners' code did wrong in a source's aggregations (README "User code is a guest"), kept by
+// the worker across rebuilds of its pipeline (a rebuild starts over from the committed state).
+struct UserCodeLedger {
+    struct Poison {
+        std::string reason, detail;
+    };
+    // A record whose fold raised an error or timed out in one aggregation (aggregation id,
+    // partition, offset): on the replay after the rebuild it is that aggregation's dead letter.
+    std::map<std::tuple<std::int32_t, core::TopicPartition, std::int64_t>, Poison> poisoned;
+    // An aggregation whose code timed out rests (is not run; its records are its dead letters
+    // user_code_timeout) until `until`, so that its siblings stay fresh.
+    struct Stall {
+        core::Millis until = 0;
+        core::Millis rest = 0;  // the last rest; doubles per timeout
+        std::string error;
+    };
+    std::map<std::int32_t, Stall> stalled;
+    std::map<std::int32_t, std::string> last_error;  // per aggregation id, shown in stats
+    bool applied = false;  // a poisoned record was passed: worth a commit soon
+
+    const Stall* resting(std::int32_t aggregation_id, core::Millis now) const {
+        const auto it = stalled.find(aggregation_id);
+        return it != stalled.end() && now < it->second.until ? &it->second : nullptr;
+    }
+    void timed_out(std::int32_t aggregation_id, core::Millis now, const std::string& error);
+    // Committed up to these offsets: poisons before them are history.
+    void committed(const std::map<core::TopicPartition, std::int64_t>& next_offsets);
+};
+
+// Thrown by the executor when an aggregation's fold failed: the state of that aggregation cannot
+// be trusted, so the worker rebuilds its pipeline from the committed state (the failing record is
+// then that aggregation's dead letter, see UserCodeLedger). Not a failure of the source.
+class AggregationRebuild : public Error {
+public:
+    explicit AggregationRebuild(const std::string& what)
+        : Error(sqlstate::kInternalError, what) {}
+};
+
 // The record path's configuration from the catalog's definitions (row_type: the source's, when
 // it has columns; exec: its executors, if any).
 RecordPathConfig record_path_config(const SourceDef& source,
@@ -68,7 +108,8 @@ RecordPathConfig record_path_config(const SourceDef& source,
 class CommitCycle {
 public:
     // In a transaction: a source with columns resolves its row type here.
-    CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations);
+    CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations,
+                UserCodeLedger* ledger = nullptr);
     ~CommitCycle();
 
     // With columns, in a transaction: converts the record the fast lane left to PostgreSQL
@@ -83,8 +124,12 @@ public:
     void restore();
 
     // Writes everything since the last commit into the current transaction:
-    // write(path().take_snapshot(now)).
+    // write(take_snapshot(now)).
     void commit(core::Millis now);
+    // path().take_snapshot, each executor aggregation's states serialized in its owner's sandbox
+    // (in a transaction when the source runs any).
+    CommitSnapshot take_snapshot(core::Millis now);
+    UserCodeLedger& ledger() { return *ledger_; }
     // Writes a snapshot: runs SQL, touches nothing of the record path but its fixed layouts, so
     // the consume thread may go on with path() meanwhile.
     CommitCounts write(const CommitSnapshot& snap);
@@ -135,6 +180,8 @@ private:
     std::string key_column_, time_column_;  // with columns
     std::vector<int> value_columns_;        // columns an aggregate reads
     std::vector<Aggregation> aggs_;
+    UserCodeLedger own_ledger_;  // when the caller keeps none (process_records)
+    UserCodeLedger* ledger_;
 };
 
 // The watermark of the aggregation's source as last committed (kNoTime before the first commit).

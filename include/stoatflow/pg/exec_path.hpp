@@ -37,8 +37,8 @@ std::unique_ptr<AggregationExecutor> make_source_executor(const SourceDef& sourc
                                                           bool time, bool key,
                                                           std::vector<bool>* used);
 
-// The executor's aggregate states for the window engine: every call runs as `owner` in a
-// security-restricted operation. The executor must outlive what this returns.
+// The executor's aggregate states for the window engine: every call must come from inside
+// run_as_owner(owner) (checked). The executor must outlive what this returns.
 std::shared_ptr<core::ExternalAggregates> owned_aggregates(AggregationExecutor& exec, Oid owner);
 
 // The executor behind a layout whose external aggregates owned_aggregates made; nullptr for
@@ -63,8 +63,6 @@ private:
     std::unique_ptr<core::AggLayout> layout_;
 };
 
-// Runs f as `role` in a security-restricted operation; the user and context are restored
-// after, also when f throws.
-void as_role(Oid role, const std::function<void()>& f);
+
 
 }  // namespace stoatflow::pg

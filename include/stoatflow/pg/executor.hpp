@@ -60,6 +60,10 @@ public:
     Outcome evaluate(const Datum* values, const bool* nulls, std::string& key, CallInputs& inputs,
                      std::string& detail);
 
+    // The aggregate support function that ran last (the one that failed, after an error), for
+    // messages; empty if none ran.
+    std::string failed_function() const;
+
     // The aggregate states the window engine keeps (lives as long as this executor).
     core::ExternalAggregates& aggregates();
 

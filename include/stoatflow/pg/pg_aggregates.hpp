@@ -67,6 +67,10 @@ public:
     // Frees finalize's scratch copy (its values are gone after this).
     void release_final() noexcept;
 
+    // The support function that ran last (the one that failed, after an error): "transition
+    // function public.f(integer,integer) of aggregate public.agg(integer)"; empty before any.
+    std::string running_function() const;
+
     struct Call;  // one aggregate call (pg_aggregates.cpp)
     struct Handle;
     struct Piece {
@@ -91,6 +95,10 @@ private:
     std::size_t handle_size_ = 0;
     std::size_t bytes_ = 0;
     Handle* final_ = nullptr;  // finalize's scratch copy
+    // What runs now (set before each support function call, plain stores): for error messages.
+    const char* running_what_ = nullptr;
+    Oid running_fn_ = InvalidOid;
+    Oid running_agg_ = InvalidOid;
 };
 
 }  // namespace stoatflow::pg

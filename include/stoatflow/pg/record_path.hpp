@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -168,11 +169,21 @@ public:
     // A record every aggregation noted a dead letter for: consumed, nothing else.
     void exec_skip(const ExecRecord& r) { count(r.tp, r.offset); }
     // A record whose event time and keys were computed: judged like any (time range, future
-    // limit, key length: dead letters), then the watermark, then each aggregation folds it:
-    // fast-path ones with `key` and `values` (per column, as SlowRecord::values), executor
-    // ones as folds[i] says (folds has one entry per aggregation; others' are ignored).
+    // limit, the fast-path key's length: dead letters), then counted, the watermark observed, and
+    // every fast-path aggregation folds it with `key` and `values` (per column, as
+    // SlowRecord::values). An executor aggregation whose key is too long gets a dead letter of its
+    // own (its folds[i].fold is cleared). Returns the watermark the executor aggregations fold the
+    // record with (exec_fold), or nothing when the record is a dead letter as a whole.
+    std::optional<core::Millis> exec_admit(const ExecRecord& r, core::Millis time,
+                                           const std::string* key, const core::Value* values,
+                                           ExecFold* folds);
+    // An executor aggregation folds an admitted record (or counts it filtered), with the watermark
+    // exec_admit gave. Each aggregation takes its records in order; aggregations are independent.
+    void exec_fold(std::size_t aggregation, const ExecFold& fold, core::Millis time,
+                   core::Millis watermark);
+    // Both for one record (exec_admit, then exec_fold of every executor aggregation).
     void exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
-                   const core::Value* values, const ExecFold* folds);
+                   const core::Value* values, ExecFold* folds);
 
     // Wall clock tick: idle partitions may release the watermark.
     void tick(core::Millis now);
@@ -189,8 +200,12 @@ public:
     void skip_offsets(core::TopicPartition tp, std::int64_t from, std::int64_t to);
     bool skipped_pending() const { return !skipped_.empty(); }
 
-    // Everything since the last snapshot, as values; the path starts the next commit.
-    CommitSnapshot take_snapshot(core::Millis now);
+    // Everything since the last snapshot, as values; the path starts the next commit. `scope`
+    // (when given) wraps what runs an aggregation's external aggregates (serializing its states:
+    // its owner's code), one call per aggregation.
+    using AggregationScope =
+        std::function<void(std::size_t aggregation, const std::function<void()>& body)>;
+    CommitSnapshot take_snapshot(core::Millis now, const AggregationScope& scope = {});
 
     core::Watermark& watermark() { return watermark_; }
     // Next offset to consume per partition (what the commit makes durable).
@@ -231,7 +246,10 @@ private:
     enum class Verdict { Staged, Dead, Ask };
     void count(core::TopicPartition tp, std::int64_t offset) {
         ++records_since_commit_;
-        next_offsets_[tp] = offset + 1;
+        // Executor mode judges a batch's records in phases, not strictly in offset order: the
+        // position never moves back.
+        std::int64_t& next = next_offsets_[tp];
+        if (offset + 1 > next) next = offset + 1;
     }
     void process_row(core::TopicPartition tp, std::int64_t offset, const char* payload,
                      std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,

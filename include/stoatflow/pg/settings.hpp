@@ -28,6 +28,12 @@ constexpr int kMaxKeyBytesMax = 2048;
 // 'error') instead of growing until the kernel's OOM killer restarts the whole server. 0: none.
 constexpr int kWorkerMemoryLimitDefaultKb = 1024 * 1024;  // 1 GB
 
+// stoatflow.user_code_timeout, in ms: each call of code an owner wrote (an expression, an aggregate
+// support function, ...) that runs longer is cancelled and becomes a dead letter of its
+// aggregation (user_code_timeout). 0: no limit (SIGHUP).
+constexpr int kUserCodeTimeoutDefaultMs = 1000;
+constexpr int kUserCodeTimeoutMaxMs = 60 * 60 * 1000;
+
 // stoatflow.database: the database the background worker connects to (postmaster start).
 constexpr const char* kDatabaseDefault = "postgres";
 
@@ -36,6 +42,7 @@ extern int catchup_commit_interval_ms;
 extern bool log_commits;
 extern int max_key_bytes;
 extern int worker_memory_limit_kb;
+extern int user_code_timeout;
 extern char* database_name;
 
 // Defines the settings above; called once from _PG_init.

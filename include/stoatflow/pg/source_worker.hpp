@@ -71,6 +71,8 @@ private:
     bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
     core::Millis memory_checked_at_ = 0;
     core::Millis partitions_checked_at_ = 0;
+    // What the aggregations' code did wrong: kept across rebuilds of the pipeline.
+    UserCodeLedger ledger_;
 };
 
 }  // namespace stoatflow::pg

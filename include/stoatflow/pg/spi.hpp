@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stoatflow/pg/guard.hpp"
+#include "stoatflow/pg/sandbox.hpp"
 
 extern "C" {
 #include "executor/spi.h"
@@ -80,15 +81,12 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns,
 bool in_subtransaction(const char* tolerated, const std::function<void()>& f);
 
 // Like in_subtransaction, but any PostgreSQL or stoatflow error rolls the subtransaction back
-// and is returned as its message (empty: f succeeded). Other exceptions (bad_alloc) propagate.
-std::string try_in_subtransaction(const std::function<void()>& f);
+// and is returned as its message (empty: f succeeded). Other exceptions (bad_alloc) propagate,
+// and so does user code interrupted by a shutdown or a cancel (UserCodeInterrupted): that is
+// never the record's fault. A call past stoatflow.user_code_timeout is returned like an error
+// (its message says so), with *why = Interrupt::Timeout when why is given.
+std::string try_in_subtransaction(const std::function<void()>& f, Interrupt* why = nullptr);
 
-// Runs f as `role` the way PostgreSQL runs a table owner's code (REFRESH MATERIALIZED VIEW,
-// index builds): SECURITY_RESTRICTED_OPERATION, a GUC nest level rolled back afterwards (a
-// trigger's set_config() does not outlive it), search_path = pg_catalog, pg_temp and a bounded
-// lock_timeout inside it (a lock held on a sink cannot stall the worker), DateStyle,
-// IntervalStyle and extra_float_digits at PostgreSQL's defaults (kOwnerTextSettings). The previous
-// user and settings are restored also when f throws.
-void run_as_owner(Oid role, const std::function<void()>& f);
+// Running code an owner wrote: run_as_owner in sandbox.hpp (the one sandbox).
 
 }  // namespace stoatflow::pg
