@@ -156,9 +156,8 @@ void CommitCycle::restore() {
             continue;
         }
         std::vector<core::WindowStateRow> rows;
-        a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) {
-            rows.push_back(row);
-        });
+        a.segments.read_windows(path_.layout(i),
+                                [&](const core::WindowStateRow& row) { rows.push_back(row); });
         run_as_owner(a.def.owner, [&] {
             for (const auto& row : rows) path_.restore_window(i, row);
         });
@@ -220,9 +219,8 @@ void CommitCycle::write_aggregation(std::size_t i, const CommitSnapshot& snap,
          arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
          arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
          arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
-         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag),
-         arg_text(error), arg_int64(owed), arg_int64(agg.base.filtered + st.filtered),
-         arg_text(status)});
+         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag), arg_text(error),
+         arg_int64(owed), arg_int64(agg.base.filtered + st.filtered), arg_text(status)});
 }
 
 void CommitCycle::commit(core::Millis now) { write(take_snapshot(now)); }

@@ -91,6 +91,8 @@ void BackgroundStep::join_at_exit() {
 void SourceWorker::step() {
     const core::Millis now = clock_.now();
     if (over_memory_limit(now)) return;
+    pipeline_->set_memory_limit(static_cast<std::int64_t>(worker_memory_limit_kb) * 1024,
+                                snapshot_bytes_);
     if (partitions_added(now)) return;
     bool progress = consume(pipeline_->path(), kPollTimeoutMs, now);
     // A record the fast lane left to PostgreSQL (and those behind it): converted here, on the
@@ -294,6 +296,8 @@ void SourceWorker::commit(bool final) {
                                   .count();
             if (consuming) consuming->finish();
             if (log_commits) log_commit(snap.seq, counts, ms);
+            snapshot_bytes_ = 0;
+            give_back_memory(pipeline_->path().memory_bytes());
         }
         consumer_->commit_offsets(snap.next_offsets);
         ledger_.committed(snap.next_offsets);

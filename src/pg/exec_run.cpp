@@ -17,6 +17,7 @@
 #include "stoatflow/pg/exec_path.hpp"
 #include "stoatflow/pg/sandbox.hpp"
 #include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/worker_loop.hpp"
 
 #include "stoatflow/kafka/fast_convert.hpp"
 
@@ -111,8 +112,8 @@ struct Verdict {
 
 // A record after the source's own checks (phase 1).
 struct Admitted {
-    bool live = false;      // false: a dead letter as a whole, written already
-    SlowRecord rec;         // its event time, fast-path key and values
+    bool live = false;              // false: a dead letter as a whole, written already
+    SlowRecord rec;                 // its event time, fast-path key and values
     std::optional<core::Millis> w;  // phase 3: the watermark it is folded with
 };
 
@@ -150,6 +151,15 @@ void UserCodeLedger::committed(const std::map<core::TopicPartition, std::int64_t
 //  4. per aggregation, as its owner: its records folded in order, with the watermark of phase 3.
 //     A fold that fails leaves that aggregation's state untrusted: the record becomes its dead
 //     letter and the pipeline is rebuilt from the committed state (AggregationRebuild).
+void CommitCycle::memory_exceeded() const {
+    const auto memory = path_.aggregation_memory();
+    std::size_t most = 0;
+    for (std::size_t i = 1; i < memory.size(); ++i)
+        if (memory[i].second > memory[most].second) most = i;
+    throw MemoryLimitExceeded(aggs_.at(most).def.id,
+                              "aggregation \"" + aggs_.at(most).def.name + "\"");
+}
+
 void CommitCycle::run_executor() {
     if (!exec_ || path_.exec_waiting() == 0) return;
     const ExecBatch& batch = path_.take_exec_batch();
@@ -192,8 +202,8 @@ void CommitCycle::run_executor() {
                 if (!sr.reason.empty()) return path_.exec_dead(r, sr.reason, sr.detail);
                 if (exec_->source) {  // the event time or the key is an expression
                     std::string detail;
-                    const AggregationExecutor::Outcome o = exec_->source->evaluate(
-                        v, isnull.get(), source_key, source_inputs, detail);
+                    const AggregationExecutor::Outcome o =
+                        exec_->source->evaluate(v, isnull.get(), source_key, source_inputs, detail);
                     if (o == AggregationExecutor::Outcome::NullKey) {
                         const bool time = detail.find("\"source_time\"") != std::string::npos;
                         return path_.exec_dead(r, time ? "missing_time" : "missing_key",
@@ -233,7 +243,8 @@ void CommitCycle::run_executor() {
                 if (failure.empty()) break;
                 recs[i].live = false;
                 path_.exec_dead(batch.records[i],
-                                why == Interrupt::Timeout ? "user_code_timeout" : "expression_error",
+                                why == Interrupt::Timeout ? "user_code_timeout"
+                                                          : "expression_error",
                                 "the source's event_time or key: " + failure);
                 ++i;
             }
@@ -249,7 +260,9 @@ void CommitCycle::run_executor() {
             vs.resize(n);
             if (const UserCodeLedger::Stall* st = ledger_->resting(def.id, now)) {
                 for (std::size_t k = 0; k < n; ++k)
-                    vs[k] = {Verdict::Dead, {}, "user_code_timeout",
+                    vs[k] = {Verdict::Dead,
+                             {},
+                             "user_code_timeout",
                              "aggregation \"" + def.name + "\" rests after its code timed out (" +
                                  st->error + "); records are not run through it until it resumes"};
                 continue;
@@ -289,14 +302,17 @@ void CommitCycle::run_executor() {
                         &why);
                     if (failure.empty()) break;
                     const std::string message = "aggregation \"" + def.name + "\": " + failure;
-                    vs[i] = {Verdict::Dead, {},
+                    vs[i] = {Verdict::Dead,
+                             {},
                              why == Interrupt::Timeout ? "user_code_timeout" : "expression_error",
                              message};
                     ++i;
                     if (why == Interrupt::Timeout) {  // it rests: the rest of the batch too
                         ledger_->timed_out(def.id, now, message);
                         for (; i < n; ++i)
-                            vs[i] = {Verdict::Dead, {}, "user_code_timeout",
+                            vs[i] = {Verdict::Dead,
+                                     {},
+                                     "user_code_timeout",
                                      "aggregation \"" + def.name +
                                          "\" rests after its code timed out (" + message + ")"};
                     }
@@ -361,8 +377,20 @@ void CommitCycle::run_executor() {
                             f.row = &inputs;
                         }
                         path_.exec_fold(a, f, *recs[i].rec.time, *recs[i].w);
+                        if (memory_limit_ > 0 && (i & 63) == 0) {
+                            const std::size_t used = path_.memory_bytes();
+                            // the live states, plus what the next commit copies of them (the
+                            // snapshot, the rows written: about twice the changed windows)
+                            const std::size_t pending = 2 * path_.pending_state_bytes();
+                            if (static_cast<std::int64_t>(used + pending) + memory_reserve_ >
+                                memory_limit_)
+                                memory_exceeded();
+                            give_back_memory(used);
+                        }
                     }
                 });
+            } catch (const MemoryLimitExceeded&) {
+                throw;
             } catch (const Error& e) {
                 const Interrupt why = interrupt_of(e);
                 if (why == Interrupt::Shutdown || why == Interrupt::Cancel) throw;

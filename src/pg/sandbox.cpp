@@ -23,15 +23,15 @@ namespace stoatflow::pg {
 namespace {
 
 // Shared with the timer's signal handler: plain flags and lock-free atomics only.
-volatile sig_atomic_t in_call = 0;        // a UserCall is running
-volatile sig_atomic_t call_bounded = 0;   // ... and user_code_timeout applies to it
+volatile sig_atomic_t in_call = 0;          // a UserCall is running
+volatile sig_atomic_t call_bounded = 0;     // ... and user_code_timeout applies to it
 std::atomic<std::int64_t> call_started{0};  // its start, CLOCK_MONOTONIC ms
 std::atomic<std::int64_t> limit_ms{0};
 volatile sig_atomic_t timed_out = 0;  // the running call was cancelled for its time
 volatile sig_atomic_t shutdown = 0;   // ... for SIGTERM
 
-int depth = 0;           // nested run_as_owner entries (one owner's code inside a sink write)
-int call_depth = 0;      // nested UserCalls: the outermost one's clock counts
+int depth = 0;       // nested run_as_owner entries (one owner's code inside a sink write)
+int call_depth = 0;  // nested UserCalls: the outermost one's clock counts
 bool timer_registered = false;
 TimeoutId timer_id = USER_TIMEOUT;
 

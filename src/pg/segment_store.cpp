@@ -3,6 +3,7 @@
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/segment_layout.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "stoatflow/pg/text.hpp"
 
 extern "C" {
+#include "utils/memutils.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -144,37 +146,56 @@ SegmentStore::Written SegmentStore::write(const core::AggLayout& layout,
     std::map<core::Millis, std::vector<const core::WindowStateRow*>> by_segment;
     for (const auto& r : rows) by_segment[r.segment].push_back(&r);
     std::string bytes;
+    // Rows are built and appended a chunk at a time in a context of their own, so that a commit
+    // holds at most one chunk of serialized states beside the snapshot (large states: the
+    // memory a commit needs, see worker_memory_limit in the README).
+    const MemoryContext outer = CurrentMemoryContext;
+    const MemoryContext chunk_cxt = pg_call([&] {
+        return AllocSetContextCreate(outer, "stoatflow state rows", ALLOCSET_DEFAULT_SIZES);
+    });
     for (const auto& [seg_start, group] : by_segment) {
         Segment& seg = segment_for(seg_start);
+        if (!OidIsValid(seg.relid)) seg.relid = state_relid(seg.relname);
         // Row-major values of the 7 columns, appended without the executor; should the table
         // have been changed by hand (an index, a trigger, a column), by INSERT instead.
         constexpr int kCols = 7;
         std::vector<Datum> values;
         std::vector<bool> nulls;
-        values.reserve(group.size() * kCols);
-        nulls.reserve(group.size() * kCols);
-        for (const auto* r : group) {
-            if (!r->removed) {
-                bytes.clear();
-                layout.serialize(r->cells.data(), bytes, r->floor,
-                                 layout.external() ? &r->external : nullptr);
-                written.bytes += static_cast<std::int64_t>(bytes.size());
+        for (std::size_t from = 0; from < group.size(); from += kStateWriteChunkRows) {
+            const std::size_t to = std::min(group.size(), from + kStateWriteChunkRows);
+            values.clear();
+            nulls.clear();
+            MemoryContextSwitchTo(chunk_cxt);
+            try {
+                for (std::size_t k = from; k < to; ++k) {
+                    const core::WindowStateRow* r = group[k];
+                    if (!r->removed) {
+                        bytes.clear();
+                        layout.serialize(r->cells.data(), bytes, r->floor,
+                                         layout.external() ? &r->external : nullptr);
+                        written.bytes += static_cast<std::int64_t>(bytes.size());
+                    }
+                    const Datum row[kCols] = {text_datum(r->key),
+                                              Int64GetDatum(r->start),
+                                              Int64GetDatum(r->end),
+                                              Int64GetDatum(r->event_time),
+                                              r->removed ? (Datum)0 : bytea_datum(bytes),
+                                              BoolGetDatum(r->removed),
+                                              Int64GetDatum(seq)};
+                    for (int c = 0; c < kCols; ++c) {
+                        values.push_back(row[c]);
+                        nulls.push_back(c == 4 && r->removed);
+                    }
+                }
+                append_or_insert(seg.relid, "stoatflow_state." + quote_ident(seg.relname),
+                                 state_columns(), values, nulls, false);
+            } catch (...) {
+                MemoryContextSwitchTo(outer);
+                throw;
             }
-            const Datum row[kCols] = {text_datum(r->key),
-                                      Int64GetDatum(r->start),
-                                      Int64GetDatum(r->end),
-                                      Int64GetDatum(r->event_time),
-                                      r->removed ? (Datum)0 : bytea_datum(bytes),
-                                      BoolGetDatum(r->removed),
-                                      Int64GetDatum(seq)};
-            for (int c = 0; c < kCols; ++c) {
-                values.push_back(row[c]);
-                nulls.push_back(c == 4 && r->removed);
-            }
+            MemoryContextSwitchTo(outer);
+            pg_call([&] { MemoryContextReset(chunk_cxt); });
         }
-        if (!OidIsValid(seg.relid)) seg.relid = state_relid(seg.relname);
-        append_or_insert(seg.relid, "stoatflow_state." + quote_ident(seg.relname), state_columns(),
-                         values, nulls, false);
         spi_exec(
             "UPDATE stoatflow.segment SET rows_written = rows_written OPERATOR(pg_catalog.+) $3 "
             "WHERE aggregation_id OPERATOR(pg_catalog.=) $1 AND segment_start OPERATOR(pg_catalog.=) $2",
@@ -182,6 +203,7 @@ SegmentStore::Written SegmentStore::write(const core::AggLayout& layout,
              arg_int64(static_cast<std::int64_t>(group.size()))});
         written.rows += static_cast<std::int64_t>(group.size());
     }
+    pg_call([&] { MemoryContextDelete(chunk_cxt); });
     return written;
 }
 

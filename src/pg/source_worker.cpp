@@ -4,6 +4,8 @@
 #include "stoatflow/core/error.hpp"
 
 #include <optional>
+
+#include <malloc.h>
 #include <string>
 
 #include "stoatflow/pg/catalog.hpp"
@@ -17,10 +19,10 @@
 extern "C" {
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "utils/memutils.h"
 #include "storage/ipc.h"
 
 PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
-
 }
 
 namespace stoatflow::pg {
@@ -41,6 +43,12 @@ void SourceWorker::run() {
     while (!got_sigterm) {
         loop.next_iteration();
         try {
+            if (memory_stopped_at_ != 0) {  // stopped in the middle of a batch: see below
+                if (!memory_stop_over()) {
+                    wait_ms(kIdleCheckMs);
+                    continue;
+                }
+            }
             if (!pipeline_) {
                 const Start st = start();
                 if (st == Start::Dropped) return;
@@ -51,6 +59,8 @@ void SourceWorker::run() {
             }
             step();
             backoff.succeeded();
+        } catch (const MemoryLimitExceeded& e) {
+            memory_stop(e);
         } catch (const AggregationRebuild& e) {
             // One aggregation's fold failed: its state cannot be trusted. Start over from the
             // committed state at once (no backoff, not a failure of the source); the failing
@@ -274,6 +284,49 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
         memory_blocked_ = false;
     }
     return true;
+}
+
+// The limit was passed while an executor batch was folded (an aggregate state can grow by a
+// lot per record, so the executor checks per record): nothing of the batch can be committed
+// half-folded, so everything uncommitted is dropped (its memory given back) and the source
+// consumes nothing until the limit or its aggregations change; then it starts over from the
+// committed state. Nothing is lost.
+void SourceWorker::memory_stop(const MemoryLimitExceeded& e) {
+    const std::int64_t used =
+        pipeline_ ? static_cast<std::int64_t>(pipeline_->path().memory_bytes()) : 0;
+    const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
+    drop_pipeline();
+    malloc_trim(0);
+    memory_stopped_at_ = limit > 0 ? limit : 1;
+    const std::string msg =
+        "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
+        megabytes(limit) + "); consuming stopped. " + e.what() +
+        " holds the most state (PostgreSQL aggregate states). Raise the limit and reload, or "
+        "drop or re-declare that aggregation.";
+    pg_call(
+        [&] { ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str()))); });
+    set_status("error", msg);
+    const std::int32_t id = e.aggregation_id();
+    try {
+        in_transaction([&] {
+            spi_exec("UPDATE stoatflow.aggregation_progress SET status = 'error', last_error = $2 "
+                     "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                     {arg_int32(id), arg_text(msg)});
+        });
+    } catch (const std::exception&) {
+        // status is best effort
+    }
+}
+
+// Stopped by memory_stop: true (start over) once the limit or the aggregations changed.
+bool SourceWorker::memory_stop_over() {
+    const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
+    bool changed = (limit > 0 ? limit : 1) != memory_stopped_at_;
+    if (!changed)
+        in_transaction(
+            [&] { changed = aggregation_signature() != signature_ || !source_exists(); });
+    if (changed) memory_stopped_at_ = 0;
+    return changed;
 }
 
 void SourceWorker::fail(const std::string& what) {

@@ -2,6 +2,15 @@
 // wait with interrupts checked, the per-iteration memory context, the source status row.
 #include "stoatflow/pg/worker_loop.hpp"
 
+#include <chrono>
+#include <cstdio>
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include "stoatflow/pg/limits.hpp"
+
 #include "stoatflow/pg/sandbox.hpp"
 #include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/spi.hpp"
@@ -42,6 +51,11 @@ const SystemClock system_clock;
 const Clock& wall_clock() { return system_clock; }
 
 void worker_connect() {
+    // Large allocations (aggregate states of tens of kB that grow record by record) get pages of
+    // their own that go back to the kernel when freed, instead of leaving holes in the heap that
+    // keep the worker's RSS far above what its states hold (worker_memory_limit counts those).
+    // A fixed threshold also stops glibc from raising it as such blocks are freed.
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThresholdBytes));
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
     pqsignal(SIGTERM, handle_sigterm);
     BackgroundWorkerUnblockSignals();
@@ -73,6 +87,34 @@ void in_transaction_impl(void (*call)(void*), void* arg) {
         throw;
     }
     MemoryContextSwitchTo(outer);
+}
+
+// The worker's private resident memory (RssAnon) in bytes, 0 when unknown.
+std::size_t private_resident_bytes() {
+    static int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char buf[128];
+    const ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    unsigned long size = 0, resident = 0, shared = 0;
+    if (sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) != 3 || shared > resident) return 0;
+    return static_cast<std::size_t>(resident - shared) * static_cast<std::size_t>(getpagesize());
+}
+
+// States that grow record by record leave the C heap full of holes that malloc keeps (a window's
+// text state of 10 kB, then 20 kB, ...): when the worker's private memory runs far ahead of what
+// the states hold, the free pages go back to the kernel, so that RSS stays near the accounted
+// memory that worker_memory_limit bounds. Looked at every 64 records while folding, trimmed at
+// most every kTrimEveryMs.
+void give_back_memory(std::size_t accounted) {
+    static auto last = std::chrono::steady_clock::time_point{};
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last < std::chrono::milliseconds(kTrimEveryMs)) return;
+    const std::size_t rss = private_resident_bytes();
+    if (rss == 0 || rss <= accounted + accounted / 16 + kTrimSlackBytes) return;
+    last = now;
+    malloc_trim(0);
 }
 
 void reload_config_if_pending() {

@@ -11,6 +11,7 @@
 #   broker_down        brokers away mid-stream: status 'error', then back to 'running'
 #   sigterm            pg_ctl stop -m fast mid-stream, then start
 #   memory_limit       stoatflow.worker_memory_limit far too low: consuming stops, resumes on reload
+#   memory_states      PostgreSQL aggregate states growing past the limit: RSS bounded, stop, resume
 #   user_code          transition functions that loop or sleep: siblings fresh, dead letters, terminate
 #                      and fast shutdown within 10 s
 #   sink_fuzz          random hostile changes to one aggregation's sink; its sibling stays fresh
@@ -33,7 +34,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm memory_limit user_code sink_fuzz broker_kill topic_deleted transactions
+all=(kill9 restart_immediate broker_down sigterm memory_limit memory_states user_code sink_fuzz broker_kill topic_deleted transactions
     partitions_added retention)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi

@@ -94,8 +94,20 @@ struct UserCodeLedger {
 // then that aggregation's dead letter, see UserCodeLedger). Not a failure of the source.
 class AggregationRebuild : public Error {
 public:
-    explicit AggregationRebuild(const std::string& what)
-        : Error(sqlstate::kInternalError, what) {}
+    explicit AggregationRebuild(const std::string& what) : Error(sqlstate::kInternalError, what) {}
+};
+
+// Thrown by the executor when the engines' memory passes stoatflow.worker_memory_limit in the
+// middle of a batch (PostgreSQL aggregate states can grow by a lot per record): the worker drops
+// what it has not committed and stops consuming until the limit or the aggregations change.
+class MemoryLimitExceeded : public Error {
+public:
+    MemoryLimitExceeded(std::int32_t aggregation_id, const std::string& what)
+        : Error(sqlstate::kProgramLimitExceeded, what), aggregation_id_(aggregation_id) {}
+    std::int32_t aggregation_id() const { return aggregation_id_; }
+
+private:
+    std::int32_t aggregation_id_;
 };
 
 // The record path's configuration from the catalog's definitions (row_type: the source's, when
@@ -130,6 +142,14 @@ public:
     // (in a transaction when the source runs any).
     CommitSnapshot take_snapshot(core::Millis now);
     UserCodeLedger& ledger() { return *ledger_; }
+    // stoatflow.worker_memory_limit in bytes (0: none), checked per record while folding, with
+    // `reserve` held back for the next commit (the serialized copies of every changed window,
+    // in the snapshot and in the rows written from it, exist beside the live states while a
+    // commit is written).
+    void set_memory_limit(std::int64_t bytes, std::int64_t reserve) {
+        memory_limit_ = bytes;
+        memory_reserve_ = reserve;
+    }
     // Writes a snapshot: runs SQL, touches nothing of the record path but its fixed layouts, so
     // the consume thread may go on with path() meanwhile.
     CommitCounts write(const CommitSnapshot& snap);
@@ -153,6 +173,7 @@ private:
         core::Millis freshness_lag = -1;  // of the last commit that closed windows
     };
     void write_aggregation(std::size_t i, const CommitSnapshot& snap, CommitCounts& counts);
+    [[noreturn]] void memory_exceeded() const;  // throws MemoryLimitExceeded naming the largest
     void write_dead_letters(const CommitSnapshot& snap);
     void write_progress(const CommitSnapshot& snap);
 
@@ -182,6 +203,7 @@ private:
     std::vector<Aggregation> aggs_;
     UserCodeLedger own_ledger_;  // when the caller keeps none (process_records)
     UserCodeLedger* ledger_;
+    std::int64_t memory_limit_ = 0, memory_reserve_ = 0;
 };
 
 // The watermark of the aggregation's source as last committed (kNoTime before the first commit).

@@ -63,6 +63,4 @@ private:
     std::unique_ptr<core::AggLayout> layout_;
 };
 
-
-
 }  // namespace stoatflow::pg

@@ -35,6 +35,15 @@ constexpr std::int64_t kBrokerErrorShownMs = 30000;
 // Names PostgreSQL would truncate (NAMEDATALEN - 1 bytes) are refused, never truncated.
 constexpr std::size_t kMaxNameBytes = 63;
 
+// Folding PostgreSQL aggregate states, the worker gives free heap pages back to the kernel (at
+// most this often) when its private memory exceeds the accounted state by a quarter plus this.
+constexpr long kTrimEveryMs = 20;
+constexpr std::size_t kTrimSlackBytes = 8u << 20;
+// A commit builds and appends the rows of a segment table this many at a time.
+constexpr std::size_t kStateWriteChunkRows = 1000;
+// Workers allocate blocks from this size up with pages of their own (mallopt M_MMAP_THRESHOLD).
+constexpr std::size_t kMmapThresholdBytes = 16u << 10;
+
 // How often the worker measures its memory against stoatflow.worker_memory_limit.
 constexpr std::int64_t kMemoryCheckIntervalMs = 250;
 

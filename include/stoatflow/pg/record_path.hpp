@@ -233,6 +233,24 @@ public:
         for (const auto& a : aggs_) n += a.engine->pending_segments();
         return n;
     }
+    // The memory every engine holds (estimated; PostgreSQL aggregate states as allocated).
+    std::size_t memory_bytes() const {
+        std::size_t n = 0;
+        for (const auto& a : aggs_) n += a.engine->memory_bytes();
+        return n;
+    }
+    // What the next commit will hold beside the live states, estimated: each engine's memory in
+    // the share of its windows changed since the last commit (their serialized copies).
+    std::size_t pending_state_bytes() const {
+        double n = 0;
+        for (const auto& a : aggs_) {
+            const double open = static_cast<double>(a.engine->open_windows());
+            const double changed = static_cast<double>(a.engine->pending_changes());
+            if (open > 0)
+                n += static_cast<double>(a.engine->memory_bytes()) * std::min(1.0, changed / open);
+        }
+        return static_cast<std::size_t>(n);
+    }
     // Per aggregation: name and the memory its engine holds (estimated), for the memory limit.
     std::vector<std::pair<std::string, std::size_t>> aggregation_memory() const;
 

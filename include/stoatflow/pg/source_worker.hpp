@@ -29,6 +29,8 @@ private:
     enum class Start { Started, NoAggregations, Dropped };
     Start start();
     void fail(const std::string& what);
+    void memory_stop(const MemoryLimitExceeded& e);
+    bool memory_stop_over();
     void drop_pipeline();
     bool over_memory_limit(core::Millis now);
     bool partitions_added(core::Millis now);
@@ -69,6 +71,9 @@ private:
     bool status_moved_ = false;
     bool eof_seen_ = false;
     bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
+    std::int64_t memory_stopped_at_ = 0;
+    std::int64_t snapshot_bytes_ = 0;  // window state the last commit serialized  // memory_stop:
+                                       // the limit (bytes) then; 0: not stopped
     core::Millis memory_checked_at_ = 0;
     core::Millis partitions_checked_at_ = 0;
     // What the aggregations' code did wrong: kept across rebuilds of the pipeline.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -49,6 +50,11 @@ public:
 private:
     MemoryContext context_;
 };
+
+// Gives free heap pages back to the kernel when the process's private memory runs far ahead of
+// `accounted` (what its window states hold): states that grow record by record, and commits'
+// copies of them, leave holes malloc keeps. Cheap to call often (rate-limited).
+void give_back_memory(std::size_t accounted);
 
 // Is the extension created in this database (SPI connected)?
 bool extension_present();
