@@ -900,6 +900,19 @@ CREATE FUNCTION stoatflow._analyze(columns jsonb, window_kind text, key text, ev
     OUT tree text)
 RETURNS SETOF record LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'stoatflow__analyze';
+-- An existing sink judged at declaration by the rule every write applies (check_sink_shape).
+CREATE FUNCTION stoatflow._check_sink(sink oid, sink_name text, column_names text[],
+    column_types text[], key_columns text[])
+RETURNS void LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow__check_sink';
+-- The texts a declaration stores: analyzed with names resolved along search_path (the caller's,
+-- _caller_lookup_path), written back with every name outside pg_catalog schema-qualified, and
+-- checked to analyze to the same objects under the pinned path the worker uses.
+CREATE FUNCTION stoatflow._stored_texts(columns jsonb, window_kind text, key text,
+    event_time text, group_by text, filter text, aggregates text, search_path text,
+    OUT key text, OUT event_time text, OUT group_by text, OUT filter text, OUT aggregates text)
+RETURNS record LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__stored_texts';
 CREATE FUNCTION stoatflow._check_field_path(what text, path text)
 RETURNS void LANGUAGE C IMMUTABLE STRICT
 AS 'MODULE_PATHNAME', 'stoatflow__check_field_path';
@@ -916,6 +929,11 @@ AS 'MODULE_PATHNAME', 'stoatflow__parse_topics';
 CREATE FUNCTION stoatflow._caller_search_path()
 RETURNS text[] LANGUAGE C STABLE
 AS 'MODULE_PATHNAME', 'stoatflow__caller_search_path';
+-- The caller's search_path as a value for name lookup: "$user" resolved to the caller, schemas
+-- the caller may not use left out, pg_catalog where the caller has it.
+CREATE FUNCTION stoatflow._caller_lookup_path()
+RETURNS text LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow__caller_lookup_path';
 
 -- Window definitions are built and validated in C++ (no helper a caller would need).
 CREATE OR REPLACE FUNCTION stoatflow.tumbling(size interval, grace interval DEFAULT '0')
@@ -966,14 +984,18 @@ SET search_path = pg_catalog, pg_temp AS $$
                 ELSE name END
 $$;
 
-CREATE FUNCTION stoatflow._check_row_column(cols jsonb, what text, name text, is_time boolean)
-RETURNS void LANGUAGE plpgsql VOLATILE
+-- Returns the key or event_time as stored: a column's name as given, an expression with its
+-- names qualified (resolved along caller_path, _stored_texts).
+CREATE FUNCTION stoatflow._check_row_column(cols jsonb, what text, name text, is_time boolean,
+    caller_path text)
+RETURNS text LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     typ text;
+    st  record;
 BEGIN
     IF name IS NULL THEN
-        RETURN;
+        RETURN NULL;
     END IF;
     SELECT c->>'type' INTO typ FROM jsonb_array_elements(cols) c WHERE c->>'name' = name;
     IF typ IS NULL THEN
@@ -985,9 +1007,10 @@ BEGIN
     IF typ IS NULL THEN
         -- not a column: an expression over the row, analyzed as the worker will run it (errors
         -- with positions; an event time must be timestamptz or a number of epoch milliseconds)
-        PERFORM 1 FROM stoatflow._analyze(cols, 'tumbling', CASE WHEN NOT is_time THEN name END,
-                                          CASE WHEN is_time THEN name END, NULL, NULL, 'count(*)');
-        RETURN;
+        SELECT * INTO st FROM stoatflow._stored_texts(cols, 'tumbling',
+            CASE WHEN NOT is_time THEN name END, CASE WHEN is_time THEN name END, NULL, NULL,
+            'count(*)', caller_path);
+        RETURN CASE WHEN is_time THEN st.event_time ELSE st.key END;
     END IF;
     IF is_time AND typ NOT IN ('timestamp with time zone', 'bigint', 'integer') THEN
         RAISE EXCEPTION 'event_time: column "%" is of type %', name, typ
@@ -999,6 +1022,7 @@ BEGIN
             USING ERRCODE = 'datatype_mismatch',
                   HINT = 'A key is a scalar column: text, a number, a time ...';
     END IF;
+    RETURN name;
 END $$;
 
 DROP FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb);
@@ -1025,6 +1049,7 @@ DECLARE
     fut_ms   bigint := stoatflow._interval_ms(future_limit, 'future_limit');
     cols     jsonb;
     topic_names text[];
+    lookup   text := stoatflow._caller_lookup_path();
 BEGIN
     PERFORM stoatflow._check_name('source', source_name);
     IF EXISTS (SELECT 1 FROM stoatflow.source s WHERE s.source_name = create_source.source_name) THEN
@@ -1083,8 +1108,9 @@ BEGIN
         -- key and event_time name columns (declared or metadata) of the row type, or are
         -- expressions over it.
         cols := stoatflow._parse_columns(columns);
-        PERFORM stoatflow._check_row_column(cols, 'key', key, false);
-        PERFORM stoatflow._check_row_column(cols, 'event_time', event_time, true);
+        -- stored as resolved along the caller's search_path (expressions qualified)
+        key := stoatflow._check_row_column(cols, 'key', key, false, lookup);
+        event_time := stoatflow._check_row_column(cols, 'event_time', event_time, true, lookup);
     ELSE
         IF key IS NOT NULL THEN
             PERFORM stoatflow._check_field_path('key', key);
@@ -1168,6 +1194,7 @@ RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     path   text[] := stoatflow._caller_search_path();
+    lookup text := stoatflow._caller_lookup_path();
     parts  text[];
     sch    text;
     s      text;
@@ -1196,7 +1223,7 @@ BEGIN
         END IF;
     END IF;
     PERFORM stoatflow._create_aggregation(aggregation_name, source, "window", aggregates, sch,
-        parts[array_length(parts, 1)], emit, retention, group_by, filter);
+        parts[array_length(parts, 1)], emit, retention, group_by, filter, lookup);
 END $$;
 
 -- An aggregation's sink columns: 0.1's (the built-in fast path), or, run by the executor, the
@@ -1237,11 +1264,12 @@ DROP FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text
 CREATE FUNCTION stoatflow._create_aggregation(
     aggregation_name text, source text, win stoatflow."window", aggregates text,
     sink_schema text, sink_table text, emit text, retention interval,
-    group_by text DEFAULT NULL, filter text DEFAULT NULL)
+    group_by text DEFAULT NULL, filter text DEFAULT NULL, caller_path text DEFAULT NULL)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     owner_role  regrole := stoatflow._invoking_role();
+    st          record;
     src_id      integer;
     size_ms     bigint;
     advance_ms  bigint;
@@ -1251,7 +1279,6 @@ DECLARE
     sink_oid    oid;
     sink_name   text := format('%I.%I', sink_schema, sink_table);
     used_by     text;
-    col         record;
     coldefs     text;
     has_columns boolean;
     exec        boolean := group_by IS NOT NULL OR filter IS NOT NULL;
@@ -1328,21 +1355,25 @@ BEGIN
     END IF;
     IF exec THEN
         fns := '{}'; fields := '{}'; cols := '{}';
+        -- Names resolved along the caller's search_path, as a view's; stored qualified, so the
+        -- worker (pinned path) resolves the same objects. Everything below uses the stored texts.
+        SELECT q.group_by, q.filter, q.aggregates INTO st
+          FROM stoatflow._stored_texts((SELECT s.columns FROM stoatflow.source s
+                                         WHERE s.source_id = src_id),
+                   win.kind, NULL, NULL, group_by, filter, aggregates, caller_path) q;
+    ELSE
+        SELECT group_by, filter, aggregates INTO st;
     END IF;
     SELECT array_agg(c.column_name ORDER BY c.ord), array_agg(c.column_type ORDER BY c.ord),
            array_agg(c.definition ORDER BY c.ord), array_agg(c.column_name ORDER BY c.ord) FILTER (WHERE c.is_key)
       INTO sink_names, sink_types, sink_defs, key_cols
-      FROM stoatflow._sink_columns_of(src_id, win.kind, aggregates, group_by, filter, exec)
+      FROM stoatflow._sink_columns_of(src_id, win.kind, st.aggregates, st.group_by, st.filter, exec)
            WITH ORDINALITY c(column_name, column_type, definition, is_key, ord);
 
-    -- The sink: an existing table must have the right shape and be writable by the owner;
+    -- The sink: an existing table must be writable by the owner and have the right shape;
     -- a new one is created in a schema where the owner may create tables.
     sink_oid := to_regclass(sink_name);
     IF sink_oid IS NOT NULL THEN
-        IF (SELECT relkind FROM pg_class WHERE oid = sink_oid) NOT IN ('r', 'p') THEN
-            RAISE EXCEPTION 'sink "%" is not a table', sink_name USING ERRCODE = 'wrong_object_type',
-                HINT = 'A sink must be an ordinary or partitioned table (not a view or foreign table).';
-        END IF;
         -- (a comma list would ask for any one of them: each is required)
         IF NOT (has_table_privilege(owner_role, sink_oid, 'SELECT')
                 AND has_table_privilege(owner_role, sink_oid, 'INSERT')
@@ -1358,37 +1389,8 @@ BEGIN
             RAISE EXCEPTION 'sink "%" is already written by aggregation %', sink_name, used_by
                 USING ERRCODE = 'duplicate_object', HINT = 'Give each aggregation a sink of its own.';
         END IF;
-        FOR col IN
-            SELECT c.name, c.type FROM unnest(sink_names, sink_types) c(name, type)
-        LOOP
-            IF NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = sink_oid
-                             AND a.attname = col.name AND a.attnum > 0 AND NOT a.attisdropped) THEN
-                RAISE EXCEPTION 'sink "%" has no column "%"', sink_name, col.name
-                    USING ERRCODE = 'datatype_mismatch',
-                          HINT = format('Add it as %s, or let create_aggregation create the sink.', col.type);
-            END IF;
-            IF (SELECT format_type(a.atttypid, NULL) FROM pg_attribute a
-                 WHERE a.attrelid = sink_oid AND a.attname = col.name)
-               <> format_type(col.type::regtype, NULL) THEN
-                RAISE EXCEPTION 'sink "%" column "%" has type %, expected %', sink_name, col.name,
-                    (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_attribute a
-                      WHERE a.attrelid = sink_oid AND a.attname = col.name), col.type
-                    USING ERRCODE = 'datatype_mismatch';
-            END IF;
-        END LOOP;
-        IF NOT EXISTS (
-            SELECT 1 FROM pg_index x
-             WHERE x.indrelid = sink_oid AND x.indisunique AND x.indnkeyatts = array_length(key_cols, 1) + 1
-               AND x.indexprs IS NULL AND x.indpred IS NULL
-               AND (SELECT array_agg(a.attname::text ORDER BY k.ord)
-                      FROM unnest(x.indkey) WITH ORDINALITY k(attnum, ord)
-                      JOIN pg_attribute a ON a.attrelid = sink_oid AND a.attnum = k.attnum)
-                   = key_cols || 'window_start'::text) THEN
-            RAISE EXCEPTION 'sink "%" needs a primary key on (%)', sink_name,
-                    array_to_string(key_cols || 'window_start'::text, ', ')
-                USING ERRCODE = 'invalid_table_definition',
-                      HINT = format('Every write is an upsert on (%s).', array_to_string(key_cols || 'window_start'::text, ', '));
-        END IF;
+        -- Its shape, by the rule every write checks first (C++: check_sink_shape).
+        PERFORM stoatflow._check_sink(sink_oid, sink_name, sink_names, sink_types, key_cols);
     ELSE
         IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = sink_schema) THEN
             RAISE EXCEPTION 'schema "%" does not exist', sink_schema USING ERRCODE = 'invalid_schema_name',
@@ -1415,9 +1417,9 @@ BEGIN
     INSERT INTO stoatflow.aggregation (aggregation_name, source_id, kind, size_ms, advance_ms,
         grace_ms, aggregates, agg_functions, agg_fields, agg_columns, sink, emit, retention_ms,
         segment_interval_ms, owner, sink_schema, sink_table, group_by, filter, executor)
-    VALUES (aggregation_name, src_id, win.kind, size_ms, advance_ms, grace_ms, aggregates, fns,
+    VALUES (aggregation_name, src_id, win.kind, size_ms, advance_ms, grace_ms, st.aggregates, fns,
         fields, cols, sink_oid, emit, chk.retention_ms, chk.segment_interval_ms, owner_role,
-        sink_schema, sink_table, group_by, filter, exec);
+        sink_schema, sink_table, st.group_by, st.filter, exec);
     INSERT INTO stoatflow.aggregation_progress (aggregation_id)
     SELECT a.aggregation_id FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name;
 END $$;
@@ -1565,7 +1567,7 @@ GRANT SELECT ON stoatflow.sources, stoatflow.stats TO PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._parse_columns(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._base_type(regtype) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._check_row_column(jsonb, text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._check_row_column(jsonb, text, text, boolean, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._row_expr(jsonb, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._sink_columns_of(integer, text, text, text, text, boolean) FROM PUBLIC;
@@ -1580,10 +1582,13 @@ REVOKE ALL ON FUNCTION stoatflow._check_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._wake_launcher() FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._is_secret_option(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._mask_options(jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._caller_search_path() FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._caller_lookup_path() FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._stored_texts(jsonb, text, text, text, text, text, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._sink_columns(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_field_path(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._check_sink(oid, text, text[], text[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._check_names(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._parse_topics(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._process_messages(text, text[], integer[], text[], bigint[], text[]) FROM PUBLIC;

@@ -45,13 +45,16 @@ void check_names(const std::vector<AnalyzedExpr>& group_by,
 }
 
 std::vector<AnalyzedExpr> analyze_role(const RowDesc* row, Role role, const std::string& text,
-                                       core::WindowKind kind, bool* epoch_ms) {
+                                       core::WindowKind kind,
+                                       const std::optional<std::string>& search_path,
+                                       bool* epoch_ms) {
     TextAnalysis a{};
     a.text = text.c_str();
     a.role = role;
     a.row = row;
     a.need_combine = kind == core::WindowKind::Session || kind == core::WindowKind::Sliding;
     a.window_kind = core::to_string(kind);
+    a.parse_path = search_path ? search_path->c_str() : nullptr;
     try {
         pg_call([&] {
             // No outer context callback may see the parser's positions (a SQL function's
@@ -83,6 +86,7 @@ std::vector<AnalyzedExpr> analyze_role(const RowDesc* row, Role role, const std:
         e.typmod = it.typmod;
         e.type_name = it.type_name;
         e.tree = it.tree;
+        e.stored = it.stored;
         for (int c = 0; c < it.ncalls; ++c) {
             const CallInfo& ci = it.calls[c];
             AggregateCall call;
@@ -114,27 +118,82 @@ namespace stoatflow::pg {
 Analysis analyze_declaration(const DeclarationTexts& t) {
     const RowDesc* row = nullptr;
     const char* json = t.columns_json.c_str();
-    // Every name is looked up under the pinned path, until the transaction or the caller's
-    // (sub)transaction ends or this returns.
+    // Everything runs under the pinned path (until the transaction or the caller's
+    // (sub)transaction ends or this returns) but parsing along t.search_path when given.
     const int nest = pg_call([&] { return pin_search_path(); });
     row = pg_call([&] { return row_from_json(json); });
     Analysis an;
     auto one = [&](const std::optional<std::string>& text, Role role, bool* epoch_ms = nullptr) {
         std::optional<AnalyzedExpr> e;
-        if (text) e = std::move(analyze_role(row, role, *text, t.window_kind, epoch_ms).front());
+        if (text)
+            e = std::move(
+                analyze_role(row, role, *text, t.window_kind, t.search_path, epoch_ms).front());
         return e;
     };
     an.key = one(t.key, kKey);
     an.event_time = one(t.event_time, kEventTime, &an.event_time_epoch_ms);
     an.filter = one(t.filter, kFilter);
-    if (t.group_by) an.group_by = analyze_role(row, kGroupBy, *t.group_by, t.window_kind, nullptr);
+    if (t.group_by)
+        an.group_by =
+            analyze_role(row, kGroupBy, *t.group_by, t.window_kind, t.search_path, nullptr);
     if (!t.aggregates)
         throw Error(sqlstate::kInvalidParameterValue, "aggregates must not be NULL",
                     "For example: 'count(*) AS views, sum(amount) AS revenue'.");
-    an.aggregates = analyze_role(row, kAggregates, *t.aggregates, t.window_kind, nullptr);
+    an.aggregates =
+        analyze_role(row, kAggregates, *t.aggregates, t.window_kind, t.search_path, nullptr);
     check_names(an.group_by, an.aggregates);
     pg_call([&] { unpin_search_path(nest); });
     return an;
+}
+
+namespace {
+std::string joined(const std::vector<AnalyzedExpr>& items) {
+    std::string s;
+    for (const auto& e : items) s += (s.empty() ? "" : ", ") + e.stored;
+    return s;
+}
+}  // namespace
+
+DeclarationTexts stored_texts(const DeclarationTexts& t) {
+    const Analysis an = analyze_declaration(t);
+    DeclarationTexts out;
+    out.columns_json = t.columns_json;
+    out.window_kind = t.window_kind;
+    if (an.key) out.key = an.key->stored;
+    if (an.event_time) out.event_time = an.event_time->stored;
+    if (an.filter) out.filter = an.filter->stored;
+    if (!an.group_by.empty()) out.group_by = joined(an.group_by);
+    out.aggregates = joined(an.aggregates);
+    // As the worker will read them: the same objects, or the declaration is refused (a text
+    // ruleutils could not write back faithfully).
+    const Analysis again = analyze_declaration(out);
+    auto refuse = [](const char* role, const std::optional<std::string>& text) {
+        throw Error(sqlstate::kFeatureNotSupported,
+                    std::string(role) + ": written back as \"" + text.value_or("") +
+                        "\" it would not resolve to the same objects",
+                    "Schema-qualify the functions, operators and types in it.");
+    };
+    auto same = [](const AnalyzedExpr& a, const AnalyzedExpr& b) {
+        return a.name == b.name &&
+               pg_call([&] { return same_tree(a.tree.c_str(), b.tree.c_str()); });
+    };
+    auto check = [&](const char* role, const std::optional<AnalyzedExpr>& a,
+                     const std::optional<AnalyzedExpr>& b, const std::optional<std::string>& text) {
+        if (a.has_value() != b.has_value() || (a && !same(*a, *b))) refuse(role, text);
+    };
+    auto check_list = [&](const char* role, const std::vector<AnalyzedExpr>& a,
+                          const std::vector<AnalyzedExpr>& b,
+                          const std::optional<std::string>& text) {
+        if (a.size() != b.size()) refuse(role, text);
+        for (std::size_t i = 0; i < a.size(); ++i)
+            if (!same(a[i], b[i])) refuse(role, text);
+    };
+    check("key", an.key, again.key, out.key);
+    check("event_time", an.event_time, again.event_time, out.event_time);
+    check("filter", an.filter, again.filter, out.filter);
+    check_list("group_by", an.group_by, again.group_by, out.group_by);
+    check_list("aggregates", an.aggregates, again.aggregates, out.aggregates);
+    return out;
 }
 
 }  // namespace stoatflow::pg

@@ -7,12 +7,15 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
 #include "catalog/pg_aggregate.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "mb/pg_wchar.h"
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
+#include "nodes/plannodes.h"
+#include "nodes/readfuncs.h"
 #include "optimizer/optimizer.h"
 #include "parser/analyze.h"
 #include "parser/parse_agg.h"
@@ -24,6 +27,7 @@ extern "C" {
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
+#include "utils/ruleutils.h"
 #include "utils/syscache.h"
 }
 
@@ -160,6 +164,33 @@ void judge_call(const TextAnalysis* a, Aggref* ref, CallInfo* out) {
                    "An aggregate qualifies when its state type has send and receive functions, "
                    "or it declares SERIALFUNC and DESERIALFUNC for an internal state.");
     }
+    // Its support functions run per record and again on every replay: a VOLATILE one could
+    // give a replay another result, or repeat a side effect (README "Which aggregates qualify").
+    // The aggregate's own pg_proc row says nothing about them. An installed extension's own
+    // functions are its author's (hll's transition functions are VOLATILE by omission in its
+    // install script): the rule judges the functions an owner wrote.
+    const struct {
+        Oid func;
+        const char* role;
+    } support[] = {{agg->aggtransfn, "transition function"},
+                   {agg->aggfinalfn, "final function"},
+                   {agg->aggcombinefn, "combine function"},
+                   {agg->aggserialfn, "serialization function"},
+                   {agg->aggdeserialfn, "deserialization function"}};
+    for (const auto& f : support)
+        if (OidIsValid(f.func) && func_volatile(f.func) == PROVOLATILE_VOLATILE &&
+            !OidIsValid(getExtensionOfObject(ProcedureRelationId, f.func)))
+            ereport(ERROR,
+                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                     errmsg("aggregate %s: its %s %s is VOLATILE", format_procedure(ref->aggfnoid),
+                            f.role, format_procedure(f.func)),
+                     errdetail("A window runs it for every record and again when records are read "
+                               "again after a restart: its results and side effects must not "
+                               "depend on when it runs."),
+                     errhint("If it gives the same result for the same arguments, mark it so: "
+                             "ALTER FUNCTION %s IMMUTABLE (or STABLE).",
+                             format_procedure(f.func)),
+                     errposition(char_pos(a->text, ref->location))));
     if (a->need_combine && !OidIsValid(agg->aggcombinefn))
         refuse(a, ref->location,
                psprintf("%s has no combine function, which %s windows need to merge and "
@@ -323,7 +354,18 @@ void analyze_text(TextAnalysis* a) {
     from->subquery = reinterpret_cast<Node*>(values);
     from->alias = makeAlias("r", names);
     sel->fromClause = list_make1(from);
-    Query* q = parse_analyze_fixedparams(rs, a->text, nullptr, 0, nullptr);
+    // Names resolve along the caller's path, as a view's do (README "Expressions and
+    // PostgreSQL aggregates"); everything else here runs under the pinned path.
+    Query* q;
+    if (a->parse_path != nullptr) {
+        const int nest = NewGUCNestLevel();
+        (void)set_config_option("search_path", a->parse_path, PGC_USERSET, PGC_S_SESSION,
+                                GUC_ACTION_SAVE, true, 0, false);
+        q = parse_analyze_fixedparams(rs, a->text, nullptr, 0, nullptr);
+        AtEOXact_GUC(true, nest);
+    } else {
+        q = parse_analyze_fixedparams(rs, a->text, nullptr, 0, nullptr);
+    }
 
     if (q->hasAggs && a->role != kAggregates)
         ereport(ERROR,
@@ -342,6 +384,13 @@ void analyze_text(TextAnalysis* a) {
                                       "result: use stable or immutable functions.")
                             : 0,
                         errposition(char_pos(a->text, r.location))));
+
+    // Deparsed as ruleutils deparses a view, the row's columns by name: a function, operator
+    // or type the pinned path would not find as written is schema-qualified.
+    PlannedStmt* plan = makeNode(PlannedStmt);
+    plan->rtable = q->rtable;
+    List* dpcontext = deparse_context_for_plan_tree(
+        plan, select_rtable_names_for_explain(q->rtable, bms_make_singleton(1)));
 
     a->nitems = nitems;
     a->items = static_cast<ItemInfo*>(palloc0(sizeof(ItemInfo) * nitems));
@@ -365,6 +414,8 @@ void analyze_text(TextAnalysis* a) {
                                             : "Only a plain column gets a name of its own."),
                                 errposition(char_pos(a->text, locations[i]))));
         }
+        it.stored = deparse_expression(expr, dpcontext, false, false);
+        if (list) it.stored = psprintf("%s AS %s", it.stored, quote_identifier(it.name));
         if (a->role == kFilter && it.type != BOOLOID)
             ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
                             errmsg("must be of type boolean, not %s", it.type_name),
@@ -398,5 +449,7 @@ void analyze_text(TextAnalysis* a) {
         }
     }
 }
+
+bool same_tree(const char* a, const char* b) { return equal(stringToNode(a), stringToNode(b)); }
 
 }  // namespace stoatflow::pg::analyze_detail

@@ -10,6 +10,7 @@
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -124,4 +125,40 @@ STOATFLOW_FUNCTION(stoatflow__analyze) {
         }
     }
     return (Datum)0;
+}
+
+// _stored_texts(columns, window_kind, key, event_time, group_by, filter, aggregates,
+// search_path) → (key, event_time, group_by, filter, aggregates): the texts as a declaration
+// stores them (stored_texts), names resolved along search_path (NULL: the pinned path).
+STOATFLOW_FUNCTION(stoatflow__stored_texts) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+        throw Error(sqlstate::kInvalidParameterValue, "columns and window_kind must not be NULL");
+    DeclarationTexts t;
+    const Datum columns = PG_GETARG_DATUM(0);
+    t.columns_json =
+        pg_call([&] { return DatumGetCString(DirectFunctionCall1(jsonb_out, columns)); });
+    t.window_kind = core::window_kind_from_name(text_to_string(PG_GETARG_DATUM(1)));
+    t.key = opt_text(fcinfo, 2);
+    t.event_time = opt_text(fcinfo, 3);
+    t.group_by = opt_text(fcinfo, 4);
+    t.filter = opt_text(fcinfo, 5);
+    t.aggregates = opt_text(fcinfo, 6);
+    t.search_path = opt_text(fcinfo, 7);
+    const DeclarationTexts out = stored_texts(t);
+    const std::optional<std::string>* fields[5] = {&out.key, &out.event_time, &out.group_by,
+                                                   &out.filter, &out.aggregates};
+    TupleDesc desc;
+    if (pg_call([&] { return get_call_result_type(fcinfo, nullptr, &desc); }) != TYPEFUNC_COMPOSITE)
+        throw Error(sqlstate::kInternalError, "_stored_texts must return a record");
+    Datum values[5];
+    bool nulls[5];
+    for (int i = 0; i < 5; ++i) {
+        nulls[i] = !fields[i]->has_value();
+        const char* s = nulls[i] ? "" : (*fields[i])->c_str();
+        values[i] = nulls[i] ? (Datum)0 : pg_call([&] { return CStringGetTextDatum(s); });
+    }
+    return pg_call([&] {
+        desc = BlessTupleDesc(desc);
+        return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+    });
 }

@@ -24,6 +24,7 @@ extern "C" {
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/parse_type.h"
 #include "parser/parser.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -273,5 +274,35 @@ STOATFLOW_FUNCTION(stoatflow__check_names) {
     core::emit_strategy_from_name(text_to_string(PG_GETARG_DATUM(1)));
     if (PG_ARGISNULL(0)) core::window_kind_from_name("<NULL>");
     core::window_kind_from_name(text_to_string(PG_GETARG_DATUM(0)));
+    PG_RETURN_VOID();
+}
+
+// _check_sink(sink, sink_name, column_names, column_types, key_columns): an existing sink judged
+// at declaration by the rule every write uses (check_sink_shape): column_types as format_type
+// spells them (_sink_columns_of), key_columns without window_start.
+STOATFLOW_FUNCTION(stoatflow__check_sink) {
+    for (int i = 0; i < 5; ++i)
+        if (PG_ARGISNULL(i))
+            throw Error(sqlstate::kInvalidParameterValue, "_check_sink takes no NULL argument");
+    const Oid sink = PG_GETARG_OID(0);
+    const std::string display = text_to_string(PG_GETARG_DATUM(1));
+    const std::vector<std::string> names = text_array_to_vector(PG_GETARG_DATUM(2));
+    const std::vector<std::string> types = text_array_to_vector(PG_GETARG_DATUM(3));
+    if (names.size() != types.size())
+        throw Error(sqlstate::kInvalidParameterValue, "_check_sink: names and types differ");
+    SinkShape shape;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const char* type = types[i].c_str();
+        const Oid oid = pg_call([&] {
+            Oid t;
+            int32 typmod;
+            parseTypeString(type, &t, &typmod, false);
+            return t;
+        });
+        shape.cols.add(names[i], oid);
+    }
+    shape.key = text_array_to_vector(PG_GETARG_DATUM(4));
+    shape.key.push_back("window_start");
+    check_sink_shape(sink, display, "", shape, SinkCheck::Declaring);
     PG_RETURN_VOID();
 }

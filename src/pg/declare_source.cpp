@@ -15,6 +15,7 @@
 #include "stoatflow/pg/catalog.hpp"
 #include "stoatflow/pg/row_type.hpp"
 #include "stoatflow/pg/spi.hpp"
+#include "stoatflow/pg/text.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -165,10 +166,10 @@ const char* caller_search_path_value() {
 }
 }  // namespace stoatflow::pg
 
-// _caller_search_path() → text[]: the schemas of the caller's search_path that exist and that the
-// caller may use, in order ("$user" resolved; pg_temp and pg_catalog left out: no sink lives
-// there).
-STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
+namespace {
+// The caller's search_path as schema names, in order: "$user" resolved, schemas that do not
+// exist or that the caller may not use left out, pg_temp left out; pg_catalog only if asked for.
+std::vector<std::string> caller_schemas(bool keep_catalog) {
     const Oid caller = GetOuterUserId();
     const std::string path = pg_call([] { return caller_search_path_value(); });
     std::vector<std::string> names;
@@ -192,9 +193,13 @@ STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
             }
         }
     }
-    std::vector<Datum> schemas;
+    std::vector<std::string> schemas;
     for (std::string name : names) {
         if (name == "$user") name = pg_call([&] { return GetUserNameFromId(caller, true); }) ?: "";
+        if (name == "pg_catalog" && keep_catalog) {
+            schemas.push_back(name);
+            continue;
+        }
         if (name.empty() || name == "pg_temp" || name == "pg_catalog" ||
             name.rfind("pg_temp_", 0) == 0)
             continue;
@@ -203,8 +208,33 @@ STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
             const Oid oid = get_namespace_oid(nsp, true);
             return OidIsValid(oid) && object_aclcheck_usage(oid, caller);
         });
-        if (usable)
-            schemas.push_back(PointerGetDatum(pg_call([&] { return cstring_to_text(nsp); })));
+        if (usable) schemas.push_back(name);
+    }
+    return schemas;
+}
+}  // namespace
+
+// _caller_search_path() → text[]: the schemas of the caller's search_path that exist and that the
+// caller may use, in order ("$user" resolved; pg_temp and pg_catalog left out: no sink lives
+// there).
+STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
+    std::vector<Datum> schemas;
+    for (const std::string& name : caller_schemas(false)) {
+        const char* nsp = name.c_str();
+        schemas.push_back(PointerGetDatum(pg_call([&] { return cstring_to_text(nsp); })));
     }
     return make_array(schemas, {}, TEXTOID);
+}
+
+// _caller_lookup_path() → text: the caller's search_path as a search_path value that finds, in
+// a SECURITY DEFINER function, what it finds for the caller (README "Expressions and PostgreSQL
+// aggregates"): "$user" resolved, schemas the caller may not use left out, pg_catalog where the
+// caller has it (first when not listed, as PostgreSQL does).
+STOATFLOW_FUNCTION(stoatflow__caller_lookup_path) {
+    std::string value;
+    for (const std::string& name : caller_schemas(true))
+        value += (value.empty() ? "" : ", ") + quote_ident(name);
+    if (value.empty()) value = "pg_catalog";
+    const char* v = value.c_str();
+    return pg_call([&] { return PointerGetDatum(cstring_to_text(v)); });
 }

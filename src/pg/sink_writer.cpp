@@ -34,18 +34,6 @@ namespace stoatflow::pg {
 
 namespace {
 
-// What the sink is written as: its columns, and its key (the conflict target: the key
-// columns, then window_start).
-struct SinkShape {
-    Columns cols;
-    std::vector<std::string> key;
-    std::string conflict_target() const {
-        std::string t;
-        for (const auto& k : key) t += (t.empty() ? "" : ", ") + quote_ident(k);
-        return t;
-    }
-};
-
 SinkShape sink_shape(const core::AggLayout& layout) {
     SinkShape s;
     if (AggregationExecutor* ex = executor_of(layout)) {
@@ -90,69 +78,10 @@ std::string type_name(Oid type) {
     return s;
 }
 
-// The sink's columns must be exactly what the aggregation writes (a value of another type never
-// reaches a column), and (key, window_start) must be unique: every write is an upsert on it.
+// The shape this aggregation writes, checked by the one rule.
 void check_sink_shape(const AggregationDef& def, const core::AggLayout& layout, Oid sink) {
-    const std::string name = sink_display_name(def);
-    const char relkind = pg_call([&] { return get_rel_relkind(sink); });
-    if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
-        throw Error(sqlstate::kWrongObjectType,
-                    "the sink " + name + " of aggregation \"" + def.name + "\" is not a table");
-    const SinkShape shape = sink_shape(layout);
-    const Columns& cols = shape.cols;
-    std::vector<AttrNumber> key_atts(shape.key.size(), InvalidAttrNumber);
-    for (std::size_t c = 0; c < cols.names.size(); ++c) {
-        const char* col = cols.names[c].c_str();
-        const AttrNumber att = pg_call([&] { return get_attnum(sink, col); });
-        if (att == InvalidAttrNumber)
-            throw Error(
-                sqlstate::kUndefinedColumn,
-                "the sink " + name + " of aggregation \"" + def.name + "\" has no column \"" +
-                    cols.names[c] + "\"",
-                "Add the column back as " + type_name(cols.types[c]) +
-                    ": the aggregation keeps computing its windows and writes every window it owes "
-                    "once the sink fits again.");
-        const Oid type = pg_call([&] { return get_atttype(sink, att); });
-        if (type != cols.types[c])
-            throw Error(
-                sqlstate::kDatatypeMismatch,
-                "the sink " + name + " of aggregation \"" + def.name + "\": column \"" +
-                    cols.names[c] + "\" has type " + type_name(type) + ", expected " +
-                    type_name(cols.types[c]),
-                "Change the column back to " + type_name(cols.types[c]) +
-                    ": the aggregation writes every window it owes once the sink fits again.");
-        for (std::size_t k = 0; k < shape.key.size(); ++k)
-            if (cols.names[c] == shape.key[k]) key_atts[k] = att;
-    }
-    const int nkey = static_cast<int>(key_atts.size());
-    const bool unique = pg_call([&] {
-        Relation rel = table_open(sink, NoLock);  // locked by lock_sink
-        List* indexes = RelationGetIndexList(rel);
-        bool found = false;
-        ListCell* lc;
-        foreach (lc, indexes) {
-            HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-            if (!HeapTupleIsValid(tup)) continue;
-            const auto* idx = reinterpret_cast<Form_pg_index>(GETSTRUCT(tup));
-            if (idx->indisunique && idx->indisvalid && idx->indnkeyatts == nkey &&
-                heap_attisnull(tup, Anum_pg_index_indexprs, nullptr) &&
-                heap_attisnull(tup, Anum_pg_index_indpred, nullptr)) {
-                bool same = true;
-                for (int k = 0; k < nkey; ++k) same &= idx->indkey.values[k] == key_atts[k];
-                found |= same;
-            }
-            ReleaseSysCache(tup);
-        }
-        list_free(indexes);
-        table_close(rel, NoLock);
-        return found;
-    });
-    if (!unique)
-        throw Error(sqlstate::kInvalidTableDefinition,
-                    "the sink " + name + " of aggregation \"" + def.name +
-                        "\" has no unique index on (" + shape.conflict_target() + ")",
-                    "Every write is an upsert on (" + shape.conflict_target() + "): ALTER TABLE " +
-                        name + " ADD PRIMARY KEY (" + shape.conflict_target() + ").");
+    check_sink_shape(sink, sink_display_name(def), def.name, sink_shape(layout),
+                     SinkCheck::Writing);
 }
 
 // The rows' values, row-major in sink_columns order.
@@ -201,6 +130,129 @@ void sink_values(const core::AggLayout& layout, const std::vector<const core::Si
 }
 
 }  // namespace
+
+std::string SinkShape::conflict_target() const {
+    std::string t;
+    for (const auto& k : key) t += (t.empty() ? "" : ", ") + quote_ident(k);
+    return t;
+}
+
+void check_sink_shape(Oid sink, const std::string& display, const std::string& aggregation,
+                      const SinkShape& shape, SinkCheck when) {
+    const bool declaring = when == SinkCheck::Declaring;
+    // At declaration: 'sink "s.t"', as create_aggregation names what it was given; at a write:
+    // the aggregation too (its status error says which sink of which aggregation).
+    const std::string subject =
+        declaring ? "sink \"" + display + "\""
+                  : "the sink " + display + " of aggregation \"" + aggregation + "\"";
+    // Locked until the transaction ends (a write holds RowExclusiveLock already).
+    const char relkind = pg_call([&] {
+        LockRelationOid(sink, AccessShareLock);
+        return get_rel_relkind(sink);
+    });
+    if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
+        throw Error(sqlstate::kWrongObjectType, subject + " is not a table",
+                    "A sink must be an ordinary or partitioned table (not a view or foreign "
+                    "table).");
+    const Columns& cols = shape.cols;
+    std::vector<AttrNumber> key_atts(shape.key.size(), InvalidAttrNumber);
+    for (std::size_t c = 0; c < cols.names.size(); ++c) {
+        const char* col = cols.names[c].c_str();
+        const AttrNumber att = pg_call([&] { return get_attnum(sink, col); });
+        if (att == InvalidAttrNumber) {
+            if (declaring)
+                throw Error(sqlstate::kDatatypeMismatch,
+                            subject + " has no column \"" + cols.names[c] + "\"",
+                            "Add it as " + type_name(cols.types[c]) +
+                                ", or let create_aggregation create the sink.");
+            throw Error(
+                sqlstate::kUndefinedColumn, subject + " has no column \"" + cols.names[c] + "\"",
+                "Add the column back as " + type_name(cols.types[c]) +
+                    ": the aggregation keeps computing its windows and writes every window it owes "
+                    "once the sink fits again.");
+        }
+        const Oid type = pg_call([&] { return get_atttype(sink, att); });
+        if (type != cols.types[c]) {
+            if (declaring) {
+                const std::string shown = pg_call([&] {
+                    Oid t;
+                    int32 typmod;
+                    Oid coll;
+                    get_atttypetypmodcoll(sink, att, &t, &typmod, &coll);
+                    return format_type_with_typemod(t, typmod);
+                });
+                throw Error(sqlstate::kDatatypeMismatch,
+                            subject + " column \"" + cols.names[c] + "\" has type " + shown +
+                                ", expected " + type_name(cols.types[c]));
+            }
+            throw Error(
+                sqlstate::kDatatypeMismatch,
+                subject + ": column \"" + cols.names[c] + "\" has type " + type_name(type) +
+                    ", expected " + type_name(cols.types[c]),
+                "Change the column back to " + type_name(cols.types[c]) +
+                    ": the aggregation writes every window it owes once the sink fits again.");
+        }
+        for (std::size_t k = 0; k < shape.key.size(); ++k)
+            if (cols.names[c] == shape.key[k]) key_atts[k] = att;
+    }
+    // A column of its own the user added: every write leaves it NULL (or its default), so a NOT
+    // NULL one without a default, identity or generation expression fails every write.
+    std::string blocked;
+    pg_call([&] {
+        Relation rel = table_open(sink, NoLock);
+        const TupleDesc desc = RelationGetDescr(rel);
+        for (int i = 0; i < desc->natts && blocked.empty(); ++i) {
+            const Form_pg_attribute a = TupleDescAttr(desc, i);
+            if (a->attisdropped || !a->attnotnull || a->atthasdef || a->attidentity != '\0' ||
+                a->attgenerated != '\0')
+                continue;
+            const char* name = NameStr(a->attname);
+            if (std::find(cols.names.begin(), cols.names.end(), name) == cols.names.end())
+                blocked = name;
+        }
+        table_close(rel, NoLock);
+    });
+    if (!blocked.empty())
+        throw Error(sqlstate::kInvalidTableDefinition,
+                    subject + ": column \"" + blocked +
+                        "\" is NOT NULL without a default, so every write would fail",
+                    "stoatflow writes only its own columns: give it a default (ALTER TABLE " +
+                        display + " ALTER COLUMN " + quote_ident(blocked) +
+                        " SET DEFAULT ...), or drop NOT NULL.");
+    const int nkey = static_cast<int>(key_atts.size());
+    const bool unique = pg_call([&] {
+        Relation rel = table_open(sink, NoLock);
+        List* indexes = RelationGetIndexList(rel);
+        bool found = false;
+        ListCell* lc;
+        foreach (lc, indexes) {
+            HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+            if (!HeapTupleIsValid(tup)) continue;
+            const auto* idx = reinterpret_cast<Form_pg_index>(GETSTRUCT(tup));
+            if (idx->indisunique && idx->indisvalid && idx->indnkeyatts == nkey &&
+                heap_attisnull(tup, Anum_pg_index_indexprs, nullptr) &&
+                heap_attisnull(tup, Anum_pg_index_indpred, nullptr)) {
+                bool same = true;
+                for (int k = 0; k < nkey; ++k) same &= idx->indkey.values[k] == key_atts[k];
+                found |= same;
+            }
+            ReleaseSysCache(tup);
+        }
+        list_free(indexes);
+        table_close(rel, NoLock);
+        return found;
+    });
+    if (!unique) {
+        if (declaring)
+            throw Error(sqlstate::kInvalidTableDefinition,
+                        subject + " needs a primary key on (" + shape.conflict_target() + ")",
+                        "Every write is an upsert on (" + shape.conflict_target() + ").");
+        throw Error(sqlstate::kInvalidTableDefinition,
+                    subject + " has no unique index on (" + shape.conflict_target() + ")",
+                    "Every write is an upsert on (" + shape.conflict_target() + "): ALTER TABLE " +
+                        display + " ADD PRIMARY KEY (" + shape.conflict_target() + ").");
+    }
+}
 
 Oid sink_column_type(core::ColumnType t) { return sql_type(t).oid; }
 

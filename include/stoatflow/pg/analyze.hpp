@@ -3,11 +3,12 @@
 // the source's row (its columns plus the Kafka metadata columns), and every aggregate call
 // judged: can its state be stored, combined, run in a window at all.
 //
-// Name lookup is pinned: every text is analyzed under search_path = pg_catalog, pg_temp, so
-// built-in functions, operators and types are found unqualified and anything else (an
-// extension's hll_add_agg, a user's aggregate) must be schema-qualified. A function or operator
-// the caller created in a schema of their own path can never shadow a built-in. The analyzed
-// trees hold the resolved OIDs: the worker never looks a name up again.
+// Names resolve at declaration along the caller's search_path, as a view's do, and the texts
+// are stored with every function, operator and type outside pg_catalog schema-qualified
+// (stored_texts). The worker analyzes the stored texts again under the pinned search_path =
+// pg_catalog, pg_temp, and finds exactly those objects: a function created later in a schema of
+// anyone's path never stands in for one the declaration resolved. The analyzed trees hold the
+// resolved OIDs.
 #pragma once
 
 #include "stoatflow/core/window_spec.hpp"
@@ -43,6 +44,9 @@ struct AnalyzedExpr {
     int32 typmod = -1;
     std::string type_name;  // format_type under the pinned search_path (qualified if needed)
     std::string tree;
+    // The item as stored: every name outside pg_catalog qualified; a list item ends in AS its
+    // sink column, so its name does not depend on how it is spelled.
+    std::string stored;
     std::vector<AggregateCall> calls;  // aggregate items only
 };
 
@@ -51,6 +55,9 @@ struct DeclarationTexts {
     std::string columns_json;  // stoatflow.source.columns: [{"name", "type", "path"}, ...]
     core::WindowKind window_kind = core::WindowKind::Tumbling;
     std::optional<std::string> key, event_time, group_by, filter, aggregates;
+    // Names resolved along this search_path (the caller's, at declaration); nullopt: the pinned
+    // one (the worker, and texts already stored).
+    std::optional<std::string> search_path;
 };
 
 struct Analysis {
@@ -78,5 +85,11 @@ inline constexpr MetadataColumn kMetadataColumns[] = {{"kafka_key", "text"},
 // position, as PostgreSQL reports an error in a function body), its message prefixed by the
 // argument's name.
 Analysis analyze_declaration(const DeclarationTexts& texts);
+
+// The texts as a declaration stores them: analyzed along texts.search_path, each item written
+// back qualified (AnalyzedExpr::stored), and the result analyzed again under the pinned path,
+// which must give the same trees (else 0A000 naming the text). search_path is nullopt in the
+// result.
+DeclarationTexts stored_texts(const DeclarationTexts& texts);
 
 }  // namespace stoatflow::pg

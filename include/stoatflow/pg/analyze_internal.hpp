@@ -35,6 +35,10 @@ struct ItemInfo {
     int32 typmod;
     const char* type_name;
     const char* tree;
+    // The item as stored (README "Expressions and PostgreSQL aggregates"): deparsed under the
+    // pinned path, so every name outside pg_catalog is schema-qualified; a list item with its
+    // sink column as AS.
+    const char* stored;
     int ncalls;
     CallInfo* calls;
 };
@@ -46,6 +50,7 @@ struct TextAnalysis {
     const RowDesc* row;
     bool need_combine;        // session and sliding windows (SPEC 14)
     const char* window_kind;  // for messages
+    const char* parse_path;   // names resolved along this search_path; NULL: the pinned one
     // out
     int nitems;
     ItemInfo* items;
@@ -63,5 +68,7 @@ const RowDesc* row_from_json(const char* json);
 int long_identifier(const char* text);
 // Parses, analyzes and judges one text; ereports with positions in a->text.
 void analyze_text(TextAnalysis* a);
+// Whether two analyzed trees (nodeToString) are the same but for positions.
+bool same_tree(const char* a, const char* b);
 
 }  // namespace stoatflow::pg::analyze_detail

@@ -24,6 +24,27 @@ Datum sink_column_value(const core::AggLayout& layout, std::size_t i, const core
 // Every column stoatflow writes into a sink, in the order sink row values are built.
 Columns sink_columns(const core::AggLayout& layout);
 
+// What a sink is written as: its columns, and its key (the conflict target: the key columns,
+// then window_start).
+struct SinkShape {
+    Columns cols;
+    std::vector<std::string> key;
+    std::string conflict_target() const;
+};
+
+// Who asks: create_aggregation (its messages name the sink as given), or a write (they name
+// the aggregation too).
+enum class SinkCheck { Declaring, Writing };
+
+// The one rule for a sink's shape (README "create_aggregation"), at declaration and before every
+// write: a table (or partitioned table) with every column of `shape` of exactly its type, a
+// unique index on exactly the key, and no other column a write would leave NULL against a NOT
+// NULL constraint (one without a default, identity or generation expression). Throws 42809,
+// 42804/42703, 42P16. CHECK constraints and triggers judge rows, not the shape: left to the
+// write. `display`: the sink's name as shown.
+void check_sink_shape(Oid sink, const std::string& display, const std::string& aggregation,
+                      const SinkShape& shape, SinkCheck when);
+
 // The sink table now: the recorded id if that table still exists, else the table of the recorded
 // name (the user re-created it). Throws 42P01 when neither exists.
 Oid resolve_sink(const AggregationDef& def);
