@@ -120,6 +120,7 @@ SELECT p.tier, d.window_start::date AS day, sum(d.revenue) AS revenue, sum(d.vie
 CREATE ROLE sf_expr_owner;
 GRANT USAGE ON SCHEMA stoatflow TO sf_expr_owner;
 GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO sf_expr_owner;
+GRANT SELECT ON stoatflow_source.shop TO sf_expr_owner;  -- (may aggregate the source: README "Security")
 CREATE SCHEMA expr_owned AUTHORIZATION sf_expr_owner;
 SET ROLE sf_expr_owner;
 CREATE FUNCTION expr_owned.tag(p text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$

@@ -186,6 +186,7 @@ RESET ROLE;
 ALTER DATABASE contrib_regression SET search_path = e2e_evil, pg_catalog, public;
 SELECT stoatflow.create_source('evil_src', 'e2e_faults', :'brokers', key => 'user', event_time => 'ts',
     max_out_of_orderness => '0');
+GRANT SELECT ON stoatflow_source.evil_src TO sf_e2e_mallory;  -- (may aggregate the source: README "Security")
 SET ROLE sf_e2e_mallory;
 SELECT stoatflow.create_aggregation('evil_agg', 'evil_src', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'e2e_evil.counts');
 CREATE TRIGGER hijack BEFORE INSERT OR UPDATE ON e2e_evil.counts FOR EACH ROW EXECUTE FUNCTION e2e_evil.hijack();

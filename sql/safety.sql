@@ -18,6 +18,8 @@ CREATE FUNCTION rec(u text, ts bigint, amount numeric DEFAULT 1) RETURNS jsonb L
     SELECT jsonb_build_object('value', jsonb_build_object('user', u, 'ts', ts, 'amount', amount)) $$;
 SELECT stoatflow.create_source('safe', 'events', '127.0.0.1:9092', key => 'user', event_time => 'ts',
     max_out_of_orderness => '0', future_limit => NULL);
+-- (the source's owner lets mallory aggregate it: README "Security")
+GRANT SELECT ON stoatflow_source.safe TO sf_mallory;
 
 ------------------------------------------------------------------------------------------
 -- 1. A sink trigger that redirects search_path to shadow now() with a function that grants

@@ -25,6 +25,8 @@ AS $$ BEGIN RETURN to_timestamp(secs); END $$;
 SELECT stoatflow.create_source('esc', 'esc', '127.0.0.1:9092', key => 'u',
     event_time => 'public.ts_of(secs)', max_out_of_orderness => '0',
     columns => 'u text, secs double precision, v integer');
+GRANT USAGE ON SCHEMA stoatflow_source TO sf_tenant, sf_victim;
+GRANT SELECT ON stoatflow_source.esc TO sf_tenant, sf_victim;
 
 -- The tenant: a to_timestamp of its own that would make it superuser if the superuser ran it,
 -- and an aggregate whose transition function points search_path (session level, not local) and
@@ -90,6 +92,7 @@ SELECT count(*) FILTER (WHERE hour = to_char(window_start, 'HH24')) AS victim_ke
 -- it is kept (rebuilt from the committed state), the sibling folds every record.
 SELECT stoatflow.create_source('boom', 'boom', '127.0.0.1:9092', key => 'u', event_time => 'ts',
     max_out_of_orderness => '0', columns => 'u text, ts bigint, v integer');
+GRANT SELECT ON stoatflow_source.boom TO sf_tenant;
 SET ROLE sf_tenant;
 CREATE FUNCTION tenant.picky(s bigint, v integer) RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
@@ -129,5 +132,6 @@ DROP SCHEMA victim CASCADE;
 DROP FUNCTION public.ts_of(double precision);
 DROP FUNCTION esc_records(integer, integer);
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) FROM sf_tenant, sf_victim;
+REVOKE ALL ON SCHEMA stoatflow_source FROM sf_tenant, sf_victim;
 DROP ROLE sf_tenant;
 DROP ROLE sf_victim;

@@ -39,6 +39,8 @@ RESET ROLE;
 -- granted, alice may declare aggregations: the sink is created as hers
 GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO sf_alice, sf_bob;
 GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean) TO sf_alice, sf_bob;
+-- (and the source's owner lets her aggregate it: README "Security")
+GRANT SELECT ON stoatflow_source.secure TO sf_alice;
 SET ROLE sf_alice;
 SELECT stoatflow.create_aggregation('a_alice', 'secure', stoatflow.tumbling('10 seconds'), 'count(*) AS n', 'alice_space.counts');
 -- but not in a schema where she may not create tables

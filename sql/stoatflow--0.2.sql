@@ -788,6 +788,63 @@ REVOKE ALL ON FUNCTION stoatflow._check_kafka_config(text, text[], text[]) FROM 
 -- script, then this one). 0.1 is released: its script is never edited, every change is here.
 
 ------------------------------------------------------------------------------------------
+-- Upgrade helper (dropped at the end of this script). A function whose signature changes is
+-- created anew beside the 0.1 one; _upgrade_replace then carries every grant of the 0.1 function
+-- onto the new one and drops the 0.1 function, so ALTER EXTENSION UPDATE keeps what an
+-- administrator granted (README "Upgrading"): each grantee, WITH GRANT OPTION where it was, and
+-- in the name of the role that granted it (a grantee passing on its grant option). The 0.1
+-- function's owner's own rights need no grant; PUBLIC is not carried onto an internal helper
+-- (names starting with "_": none is executable by PUBLIC in 0.2).
+------------------------------------------------------------------------------------------
+CREATE FUNCTION stoatflow._upgrade_replace(old_fn regprocedure, new_fn regprocedure)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    old_owner oid := (SELECT p.proowner FROM pg_proc p WHERE p.oid = old_fn);
+    internal  boolean := starts_with((SELECT p.proname FROM pg_proc p WHERE p.oid = new_fn), '_');
+    saved     text := current_setting('role');
+    done      bigint[] := '{}';
+    progress  boolean := true;
+    g         record;
+BEGIN
+    -- A grant made by a grantee needs its grant option on the new function first: passes until
+    -- every grant is carried.
+    WHILE progress LOOP
+        progress := false;
+        FOR g IN
+            SELECT e.ord, e.grantor, e.grantee, e.privilege_type, e.is_grantable
+              FROM pg_proc p, aclexplode(p.proacl) WITH ORDINALITY e(grantor, grantee, privilege_type, is_grantable, ord)
+             WHERE p.oid = old_fn AND e.ord <> ALL (done)
+             ORDER BY e.ord
+        LOOP
+            IF g.grantor <> old_owner AND NOT EXISTS (
+                   SELECT 1 FROM pg_proc p, aclexplode(p.proacl) n
+                    WHERE p.oid = new_fn AND n.grantee = g.grantor
+                      AND n.privilege_type = g.privilege_type AND n.is_grantable) THEN
+                CONTINUE;
+            END IF;
+            done := done || g.ord;
+            progress := true;
+            CONTINUE WHEN g.grantee = old_owner AND g.grantor = old_owner;
+            CONTINUE WHEN g.grantee = 0 AND internal;
+            IF g.grantor <> old_owner THEN
+                PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = g.grantor), true);
+            END IF;
+            EXECUTE format('GRANT %s ON FUNCTION %s TO %s%s', g.privilege_type, new_fn,
+                           CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+                           CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+            PERFORM set_config('role', saved, true);
+        END LOOP;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM pg_proc p, aclexplode(p.proacl) WITH ORDINALITY e(grantor, grantee, privilege_type, is_grantable, ord)
+                WHERE p.oid = old_fn AND e.ord <> ALL (done)) THEN
+        RAISE EXCEPTION 'cannot carry every grant of % onto %', old_fn, new_fn
+            USING ERRCODE = 'internal_error', DETAIL = format('ACL: %s', (SELECT p.proacl FROM pg_proc p WHERE p.oid = old_fn));
+    END IF;
+    EXECUTE format('DROP FUNCTION %s', old_fn);
+END $$;
+
+------------------------------------------------------------------------------------------
 -- Catalog
 ------------------------------------------------------------------------------------------
 
@@ -1025,7 +1082,7 @@ BEGIN
     RETURN name;
 END $$;
 
-DROP FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb);
+-- (Replaces 0.1's create_source, its grants carried: _upgrade_replace at the end.)
 CREATE FUNCTION stoatflow.create_source(
     source_name          text,
     topic                text,
@@ -1127,10 +1184,12 @@ BEGIN
     VALUES (source_name, array_to_string(topic_names, ', '), brokers, format, key, event_time,
         ooo_ms, idle_ms, start_offset, kafka_options, caller, fut_ms,
         stoatflow._mask_options(kafka_options), cols, format_options, topic_names);
+    PERFORM stoatflow._create_source_view(source_name, caller);
 END $$;
 
 -- Dropping a source is for superusers and the role that created it; with cascade, the caller
--- must also own every aggregation it would drop (as drop_aggregation requires).
+-- must also own every aggregation it would drop (as drop_aggregation requires), and views
+-- others built on the source's view in stoatflow_source go too (as DROP VIEW ... CASCADE).
 CREATE OR REPLACE FUNCTION stoatflow.drop_source(source_name text, "cascade" boolean DEFAULT false)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
@@ -1169,6 +1228,22 @@ BEGIN
         PERFORM stoatflow._drop_aggregation_unchecked(a.aggregation_id, false)
            FROM stoatflow.aggregation a WHERE a.source_id = src.source_id;
     END IF;
+    BEGIN
+        EXECUTE format('DROP VIEW IF EXISTS stoatflow_source.%I %s', source_name,
+                       CASE WHEN "cascade" THEN 'CASCADE' ELSE 'RESTRICT' END);
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RAISE EXCEPTION 'other objects depend on the view stoatflow_source.% of source "%"',
+                quote_ident(source_name), source_name
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Drop them first, or call drop_source(name, cascade => true), which drops them too.';
+    END;
+    -- The owner's last source: the schema privilege that came with its sources goes too (and the
+    -- USAGE it passed on to others).
+    IF NOT EXISTS (SELECT 1 FROM stoatflow.source s
+                    WHERE s.created_by = src.created_by AND s.source_id <> src.source_id)
+       AND EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = src.created_by AND NOT r.rolsuper) THEN
+        EXECUTE format('REVOKE USAGE ON SCHEMA stoatflow_source FROM %s CASCADE', src.created_by);
+    END IF;
     PERFORM stoatflow._wake_launcher();
     DELETE FROM stoatflow.source WHERE source_id = src.source_id;
 END $$;
@@ -1179,7 +1254,7 @@ END $$;
 
 -- SECURITY DEFINER with a pinned path; an unqualified sink name still means what it means to
 -- the caller: it is looked up along the caller's search_path (_caller_search_path).
-DROP FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval);
+-- (Replaces 0.1's create_aggregation, its grants carried: _upgrade_replace at the end.)
 CREATE FUNCTION stoatflow.create_aggregation(
     aggregation_name text,
     source           text,
@@ -1260,7 +1335,9 @@ BEGIN
     ) x ORDER BY x.part, x.ordinal;
 END $$;
 
-DROP FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval);
+-- Aggregating a source reads its records: the caller must own the source (be a member of the
+-- role that created it; superusers are) or hold SELECT on its view stoatflow_source.<source>
+-- (README "Security"). Checked here, when the aggregation is declared.
 CREATE FUNCTION stoatflow._create_aggregation(
     aggregation_name text, source text, win stoatflow."window", aggregates text,
     sink_schema text, sink_table text, emit text, retention interval,
@@ -1271,6 +1348,8 @@ DECLARE
     owner_role  regrole := stoatflow._invoking_role();
     st          record;
     src_id      integer;
+    src_owner   regrole;
+    src_view    regclass;
     size_ms     bigint;
     advance_ms  bigint;
     grace_ms    bigint;
@@ -1297,10 +1376,19 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   HINT = 'Choose another name, or drop it first with stoatflow.drop_aggregation().';
     END IF;
-    SELECT s.source_id INTO src_id FROM stoatflow.source s WHERE s.source_name = source;
+    SELECT s.source_id, s.created_by INTO src_id, src_owner FROM stoatflow.source s WHERE s.source_name = source;
     IF src_id IS NULL THEN
         RAISE EXCEPTION 'source "%" does not exist', source
             USING ERRCODE = 'undefined_object', HINT = 'Create it with stoatflow.create_source().';
+    END IF;
+    src_view := to_regclass(format('stoatflow_source.%I', source));
+    IF NOT pg_has_role(owner_role, src_owner, 'MEMBER')
+       AND NOT (src_view IS NOT NULL AND has_table_privilege(owner_role, src_view, 'SELECT')) THEN
+        RAISE EXCEPTION 'permission denied to aggregate source "%"', source
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('The owner of source "%s" (%s) can allow it: GRANT USAGE ON SCHEMA stoatflow_source TO %s; '
+                                'GRANT SELECT ON stoatflow_source.%I TO %s;',
+                                source, src_owner, owner_role, source, owner_role);
     END IF;
     IF win IS NULL OR win.kind IS NULL THEN
         RAISE EXCEPTION 'window must not be NULL'
@@ -1474,7 +1562,7 @@ ALTER FUNCTION stoatflow.window_state(text, anyelement) SET search_path = pg_cat
 -- process_records: callable by those it is granted to (superusers by default), through the
 -- internal _process_messages, which PUBLIC cannot execute. A record's optional "topic" names
 -- one of the source's topics (default: its first).
-DROP FUNCTION stoatflow._process_messages(text, integer[], text[], bigint[], text[]);
+-- (Replaces 0.1's _process_messages: _upgrade_replace at the end.)
 CREATE FUNCTION stoatflow._process_messages(source text, topics text[], partitions integer[],
     keys text[], timestamps bigint[], payloads text[],
     OUT processed bigint, OUT dead_letters bigint, OUT watermark timestamptz)
@@ -1561,6 +1649,49 @@ SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
 
 GRANT SELECT ON stoatflow.sources, stoatflow.stats TO PUBLIC;
 
+-- A source is an object with PostgreSQL's own privileges (README "Security"): its view
+-- stoatflow_source.<source>, owned by the source's owner (the role that created it), who grants
+-- SELECT on it to the roles that may aggregate the source. The view shows the source's rows of
+-- stoatflow.sources (partitions, committed offsets, lag; kafka_options masked), which every role
+-- may read anyway: it reveals nothing, it carries the privilege. Nobody but the extension's
+-- owner creates objects in the schema, and PUBLIC has no USAGE on it (the owner of a source
+-- holds it WITH GRANT OPTION and grants it with SELECT). The views depend on stoatflow.sources:
+-- a later script that replaces that view must re-create them (_create_source_view), and DROP
+-- EXTENSION needs CASCADE while sources exist.
+CREATE SCHEMA stoatflow_source;
+REVOKE ALL ON SCHEMA stoatflow_source FROM PUBLIC;
+CREATE FUNCTION stoatflow._create_source_view(source_name text, owner regrole)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    EXECUTE format('CREATE VIEW stoatflow_source.%I WITH (security_barrier) AS '
+                   'SELECT source_name, topic, partition, committed_offset, high_watermark, lag, idle, '
+                   'watermark, last_commit_at, status, last_error, offsets_skipped, topics, kafka_options '
+                   'FROM stoatflow.sources WHERE source_name = %L', source_name, source_name);
+    -- A role dropped since it created the source (0.1 kept no dependency): the extension's owner
+    -- keeps the view. A source's owner may name its view and pass that on (USAGE WITH GRANT
+    -- OPTION on the schema; superusers need none), never create anything in the schema.
+    IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = owner) THEN
+        EXECUTE format('ALTER VIEW stoatflow_source.%I OWNER TO %s', source_name, owner);
+        IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = owner) THEN
+            EXECUTE format('GRANT USAGE ON SCHEMA stoatflow_source TO %s WITH GRANT OPTION', owner);
+        END IF;
+    END IF;
+    EXECUTE format('COMMENT ON VIEW stoatflow_source.%I IS %L', source_name,
+        format('stoatflow source %s: SELECT on this view allows stoatflow.create_aggregation() over it', source_name));
+END $$;
+-- Sources declared under 0.1. Created by this script, the views would be members of the
+-- extension: they are not (create_source makes them at run time, drop_source drops them).
+DO $$
+DECLARE
+    src record;
+BEGIN
+    FOR src IN SELECT s.source_name, s.created_by FROM stoatflow.source s ORDER BY s.source_id LOOP
+        PERFORM stoatflow._create_source_view(src.source_name, src.created_by);
+        EXECUTE format('ALTER EXTENSION stoatflow DROP VIEW stoatflow_source.%I', src.source_name);
+    END LOOP;
+END $$;
+
 ------------------------------------------------------------------------------------------
 -- Privileges: nothing internal is executable by PUBLIC.
 ------------------------------------------------------------------------------------------
@@ -1592,6 +1723,20 @@ REVOKE ALL ON FUNCTION stoatflow._check_sink(oid, text, text[], text[], text[]) 
 REVOKE ALL ON FUNCTION stoatflow._check_names(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._parse_topics(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._process_messages(text, text[], integer[], text[], bigint[], text[]) FROM PUBLIC;
+REVOKE ALL ON FUNCTION stoatflow._create_source_view(text, regrole) FROM PUBLIC;
+
+-- The 0.1 functions replaced by new signatures: their grants carried, then dropped (0.1's
+-- internal _make_window has no successor; it was dropped above).
+SELECT stoatflow._upgrade_replace(o::regprocedure, n::regprocedure) FROM (VALUES
+    ('stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb)',
+     'stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval)'),
+    ('stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval)',
+     'stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text)'),
+    ('stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval)',
+     'stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval, text, text, text)'),
+    ('stoatflow._process_messages(text, integer[], text[], bigint[], text[])',
+     'stoatflow._process_messages(text, text[], integer[], text[], bigint[], text[])')) f(o, n);
+DROP FUNCTION stoatflow._upgrade_replace(regprocedure, regprocedure);
 
 ------------------------------------------------------------------------------------------
 -- TESTING TOOLS ONLY (superusers): the row type's conversion lanes from SQL (sql/row_type.sql).

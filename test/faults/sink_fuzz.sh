@@ -70,6 +70,7 @@ psql_try <<EOF >/dev/null || { cat "$WORK/psql.err" >&2; fail "setting up the ag
 CREATE ROLE fz_owner;
 CREATE SCHEMA fz AUTHORIZATION fz_owner;
 GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO fz_owner;
+GRANT SELECT ON stoatflow_source.$SOURCE TO fz_owner;
 SET ROLE fz_owner;
 SELECT stoatflow.create_aggregation('victim', '$SOURCE', stoatflow.tumbling('1 minute'),
     'count(*) AS n, sum(amount) AS total', '$VICTIM', retention => '7 days');

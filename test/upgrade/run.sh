@@ -25,7 +25,14 @@
 # 5. A second database of the same cluster gets CREATE EXTENSION stoatflow (0.2 directly); the
 #    extension's objects (functions with arguments, result, body, proconfig, prosecdef, ACL;
 #    tables, views, types and their columns; constraints, indexes, comments, ACLs, extconfig) are
-#    described as text in both databases and must be identical.
+#    described as text in both databases and must be identical. The grants of step 3 are made
+#    in the fresh database too (on the 0.2 signatures), so the functions' ACLs must match.
+# Grants (README "Upgrading": ALTER EXTENSION UPDATE keeps them): under 0.1, EXECUTE on
+# create_source, create_aggregation (WITH GRANT OPTION, passed on by its grantee) and drop_source
+# goes to roles of the test; after the update they must hold EXECUTE on the 0.2 signatures, and
+# every extension function's ACL entries for them, by name, must be what was granted. The source
+# declared under 0.1 must have its view stoatflow_source.<source>, owned by its creator and not a
+# member of the extension.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -127,6 +134,27 @@ produce_chunk 0
 sql "CREATE EXTENSION stoatflow VERSION '0.1'" >/dev/null
 [ "$(sql "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")" = "0.1" ] || fail "extversion is not 0.1"
 [ "$(sql "SELECT stoatflow.version()")" = "0.1" ] || fail "stoatflow.version() is not 0.1 under the 0.1 install"
+# What an administrator granted under 0.1 (signatures of 0.1); grants_of lists, per extension
+# function by name, the ACL entries of the test's roles.
+sql "CREATE ROLE upgrade_app; CREATE ROLE upgrade_app2" >/dev/null
+GRANTS_V01="GRANT EXECUTE ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb) TO upgrade_app;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval) TO upgrade_app WITH GRANT OPTION;
+GRANT EXECUTE ON FUNCTION stoatflow.drop_source(text, boolean) TO upgrade_app;
+SET ROLE upgrade_app;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval) TO upgrade_app2;
+RESET ROLE;"
+sql "$GRANTS_V01" >/dev/null
+grants_of() { # grants_of DB
+    db_sql "$1" "SELECT line FROM (
+      SELECT format('%s: %s %s%s granted by %s', p.proname, a.grantee::regrole, a.privilege_type,
+                    CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END, a.grantor::regrole) AS line
+        FROM pg_proc p
+        JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+        JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'stoatflow',
+        aclexplode(p.proacl) a
+       WHERE a.grantee IN ('upgrade_app'::regrole, 'upgrade_app2'::regrole)) x
+       ORDER BY line COLLATE \"C\""
+}
 sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key => 'user_id',
         event_time => 'ts', max_out_of_orderness => '1 hour')" >/dev/null
 sql "SELECT stoatflow.create_aggregation('agg', '$SOURCE', stoatflow.tumbling('1 minute'),
@@ -210,12 +238,40 @@ for q in "SELECT stoatflow.version()" "SELECT stoatflow.tumbling('1 minute')" \
 done
 sql "SELECT 1" >/dev/null || fail "the server does not answer after the probes"
 
+grants_of postgres >"$WORK/grants-0.1.txt"
+[ "$(wc -l <"$WORK/grants-0.1.txt")" = 4 ] || fail "the 0.1 grants of the test are not in place: $(cat "$WORK/grants-0.1.txt")"
 sql "ALTER EXTENSION stoatflow UPDATE TO '0.2'" >/dev/null
 ver=$(sql "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")
 [ "$ver" = "0.2" ] || fail "extversion is '$ver' after ALTER EXTENSION UPDATE, expected 0.2"
 [ "$(sql "SELECT stoatflow.version()")" = "0.2" ] || fail "stoatflow.version() is not 0.2"
 alter_at=$(date +%s.%N)
 log "ALTER EXTENSION stoatflow UPDATE TO '0.2' done; extversion 0.2"
+# The grants survived, on the 0.2 signatures, and nothing else changed for those roles.
+grants_of postgres >"$WORK/grants-0.2.txt"
+diff -u "$WORK/grants-0.1.txt" "$WORK/grants-0.2.txt" >&2 ||
+    fail "ALTER EXTENSION UPDATE changed the grants of the test's roles (- 0.1, + 0.2)"
+for check in \
+    "upgrade_app|stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval)" \
+    "upgrade_app|stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text)" \
+    "upgrade_app2|stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text)" \
+    "upgrade_app|stoatflow.drop_source(text, boolean)"; do
+    [ "$(sql "SELECT has_function_privilege('${check%%|*}', '${check#*|}', 'EXECUTE')")" = t ] ||
+        fail "after ALTER EXTENSION UPDATE ${check%%|*} may not execute ${check#*|}"
+done
+[ "$(sql "SELECT has_function_privilege('upgrade_app', 'stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text)', 'EXECUTE WITH GRANT OPTION')")" = t ] ||
+    fail "after ALTER EXTENSION UPDATE upgrade_app lost its grant option on create_aggregation"
+log "grants kept across the update ($(wc -l <"$WORK/grants-0.2.txt") ACL entries of the test's roles, by function name, identical)"
+# The source declared under 0.1 has its view, owned by its creator, not an extension member.
+view_desc=$(sql "SELECT format('%s %s %s', c.relkind, c.relowner = s.created_by,
+                        NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_class'::regclass
+                                       AND d.objid = c.oid AND d.deptype = 'e'))
+                   FROM stoatflow.source s
+                   LEFT JOIN pg_class c ON c.oid = to_regclass(format('stoatflow_source.%I', s.source_name))
+                  WHERE s.source_name = '$SOURCE'")
+[ "$view_desc" = "v t t" ] ||
+    fail "the view stoatflow_source.$SOURCE after the update: '$view_desc' (expected: a view, owned by the source's creator, not an extension member)"
+[ "$(sql "SELECT count(*) > 0 FROM stoatflow_source.$SOURCE")" = t ] || fail "stoatflow_source.$SOURCE shows no row"
+log "stoatflow_source.$SOURCE: created by the update, owned by the source's creator"
 for ((c = HALF + 1; c < NCHUNKS; c++)); do produce_chunk "$c"; done
 _resumed() { local n; n=$(committed); [[ $n =~ ^[0-9]+$ ]] && ((n > offsets_pre)); }
 wait_until "$CAUGHT_UP_TIMEOUT" "the worker to commit again after ALTER EXTENSION UPDATE" _resumed
@@ -244,6 +300,12 @@ sql "CREATE DATABASE fresh" >/dev/null
 db_sql fresh "CREATE EXTENSION stoatflow" >/dev/null
 [ "$(db_sql fresh "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")" = "0.2" ] ||
     fail "CREATE EXTENSION in database fresh did not install 0.2"
+# The same grants, on the 0.2 signatures: the functions' ACLs are compared below.
+db_sql fresh "$(sed -e 's/text, jsonb)/text, jsonb, text, jsonb, interval)/' \
+                    -e 's/text, text, text, interval)/text, text, text, interval, text, text)/' <<<"$GRANTS_V01")" >/dev/null
+grants_of fresh >"$WORK/grants-fresh.txt"
+diff -u "$WORK/grants-fresh.txt" "$WORK/grants-0.2.txt" >&2 ||
+    fail "the grants made on a fresh 0.2 install differ from the upgraded ones (- fresh, + upgraded)"
 CATALOG_SQL=$(cat <<'EOF'
 WITH ext AS (SELECT oid FROM pg_extension WHERE extname = 'stoatflow'),
 members AS (
