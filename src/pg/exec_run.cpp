@@ -164,6 +164,10 @@ void CommitCycle::run_executor() {
             std::size_t at = 0;
             if (exec_->time_expr) {
                 core::Millis t = 0;
+                if (kafka::is_infinity_text(texts.at(at)))  // README "Columns", Conversion
+                    return path_.exec_dead(rec, "bad_value",
+                                           "event_time is " + texts.at(0) +
+                                               ": an event time must be finite");
                 if (!parse_time_text(texts.at(at++), exec_->time_type, t))
                     return path_.exec_dead(rec, "time_out_of_range",
                                            "event_time is " + texts.at(0) +
