@@ -1,6 +1,6 @@
 -- How records are converted and judged (README "Columns", Conversion; "Views and tables",
--- dead_letters): numeric integers beyond 38 digits are dead letters, never rounded; dates and
--- times that depend on the reader's clock, and infinite event times, are dead letters; a value
+-- stoatflow.dead_letters): numeric integers beyond 38 digits are dead letters, never rounded;
+-- dates and times that depend on the reader's clock, and infinite event times, are dead letters; a value
 -- only one aggregation cannot use is that aggregation's dead letter, its siblings fold the
 -- record. Synchronous, through process_records (no Kafka); sinks compared with SQL over the
 -- same records.

@@ -165,7 +165,7 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
     ++staged_;
 }
 
-// README "Operations", dead letters: a value only some aggregations read and cannot use is a
+// README "Views and tables", dead_letters: a value only some aggregations read and cannot use is a
 // dead letter of each of them (they skip the record as a whole); the others fold the record and
 // it moves the watermark. False when no aggregation can use it: a dead letter of the source, as
 // when every value was bad in 0.1.

@@ -472,8 +472,8 @@ TEST(JsonDecoder, Details) {
     EXPECT_EQ(kafka_key.detail(), R"(the key is not valid UTF-8: "a\xff\x01")");
 }
 
-// README "Operations", dead letters: a value an aggregate cannot use does not fail the record.
-// The key, the time and every other value are decoded; each bad value is listed, in
+// README "Views and tables", dead_letters: a value an aggregate cannot use does not fail the
+// record. The key, the time and every other value are decoded; each bad value is listed, in
 // value_paths order, with its reason and detail; the next record starts with none.
 TEST(JsonDecoder, ValuesAreJudgedOneByOne) {
     JsonDecoder dec({"user", "ts", {"", "page", "n", "big"}});

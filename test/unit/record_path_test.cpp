@@ -233,7 +233,7 @@ TEST(RecordPathTopics, PartitionsOfDifferentTopicsAreDistinct) {
 
 }  // namespace
 
-// README "Operations", dead letters: a value only one aggregation cannot use is that
+// README "Views and tables", dead_letters: a value only one aggregation cannot use is that
 // aggregation's dead letter; the others fold the record, and it moves the watermark. Only when
 // no aggregation can use it is the record a dead letter of the source (as before).
 TEST(RecordPath, BadValueIsTheReadingAggregationsDeadLetter) {

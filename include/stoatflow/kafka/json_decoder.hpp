@@ -48,7 +48,8 @@ enum class DecodeError {
 const char* to_string(DecodeError e);
 
 // A value an aggregate cannot use (non_numeric_value, value_out_of_range): the record itself is
-// still good; it is the reading aggregations' dead letter (README "Operations", dead letters).
+// still good; it is a dead letter of the aggregations reading it (README "Views and tables",
+// dead_letters).
 struct BadValue {
     std::size_t index = 0;  // into value_paths
     DecodeError error = DecodeError::None;
