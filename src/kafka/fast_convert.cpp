@@ -180,6 +180,37 @@ bool parse_iso_timestamptz(std::string_view s, std::int64_t& micros) {
     return true;
 }
 
+const char* clock_dependent_time(std::string_view text) {
+    // ParseDateTime splits the text into fields; a word is a run of letters. Any run equal to
+    // one of these words is the special value (or makes the text invalid): either way it is not
+    // a time the record itself fixes.
+    static constexpr const char* kWords[] = {"now", "today", "tomorrow", "yesterday"};
+    std::size_t p = 0;
+    const std::size_t n = text.size();
+    while (p < n) {
+        auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+        if (!letter(text[p])) {
+            ++p;
+            continue;
+        }
+        const std::size_t start = p;
+        while (p < n && letter(text[p])) ++p;
+        const std::string_view word = text.substr(start, p - start);
+        for (const char* w : kWords)
+            if (ascii_iequals(word, w)) return w;
+    }
+    return nullptr;
+}
+
+bool is_infinity_text(std::string_view text) {
+    std::size_t b = 0, e = text.size();
+    while (b < e && pg_space(text[b])) ++b;
+    while (e > b && pg_space(text[e - 1])) --e;
+    std::string_view t = text.substr(b, e - b);
+    if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.remove_prefix(1);
+    return ascii_iequals(t, "infinity");
+}
+
 FastValue fast_convert(FastType type, const RawValue& raw) {
     // NULL is NULL for the lane's own types; a type it does not know (a domain that refuses
     // NULL among them) decides for itself.

@@ -494,12 +494,15 @@ struct JsonDecoder::Impl {
         return DecodeError::TimeInFuture;
     }
 
-    DecodeError take_values(std::vector<core::Value>& out) {
+    // Every value; one an aggregate cannot use is listed in `bad` (the record stays good).
+    void take_values(std::vector<core::Value>& out, std::vector<BadValue>& bad) {
         out.resize(value_slots.size());
+        bad.clear();
         for (std::size_t i = 0; i < value_slots.size(); ++i) {
             out[i] = core::Value::missing();
             if (value_slots[i] < 0) continue;
             const Slot& s = slots[value_slots[i]];
+            DecodeError e = DecodeError::None;
             switch (s.seen) {
             case Seen::Absent:
             case Seen::Null: break;
@@ -510,27 +513,27 @@ struct JsonDecoder::Impl {
                     out[i] = core::Value::of_big(s.big);
                 } else if (s.integer) {
                     // Sums of integers are exact; one this long cannot be (nor be stored).
-                    field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
+                    e = field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
                     append_excerpt(detail, s.text, false);
                     detail += ", an integer of " + std::to_string(integer_digits(s.text)) +
                               " digits; at most " + std::to_string(core::kMaxExactIntegerDigits) +
                               " are summed exactly";
-                    return DecodeError::ValueOutOfRange;
                 } else if (s.num == NumKind::Double) {
                     out[i] = core::Value::of_double(s.d);
                 } else {
-                    field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
+                    e = field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
                     append_excerpt(detail, s.text, false);
                     detail += ", beyond the double precision range";
-                    return DecodeError::ValueOutOfRange;
                 }
                 break;
             default:
-                return field_error(DecodeError::NonNumericValue, cfg.value_paths[i],
-                                   kind_name(s.seen));
+                e = field_error(DecodeError::NonNumericValue, cfg.value_paths[i],
+                                kind_name(s.seen));
             }
+            if (e == DecodeError::None) continue;
+            bad.push_back({i, e, detail});
+            detail.clear();
         }
-        return DecodeError::None;
     }
 };
 
@@ -550,7 +553,7 @@ DecodeError JsonDecoder::decode(const char* payload, std::size_t len, const char
     if (e == DecodeError::None) e = d.take_key(key, key_len, out.key);
     if (e == DecodeError::None) e = d.take_time(kafka_ts, out.time);
     if (e == DecodeError::None) e = d.check_future(out.time, now);
-    if (e == DecodeError::None) e = d.take_values(out.values);
+    if (e == DecodeError::None) d.take_values(out.values, out.bad);
     return e;
 }
 

@@ -159,8 +159,7 @@ bool SourceWorker::consume(RecordPath& path, int timeout_ms, core::Millis now) {
                },
                [&](core::TopicPartition tp, std::int64_t end) {
                    progress_end(tp, end);
-                   path.watermark().caught_up(tp.id(), now);
-                   offsets_moved_ |= path.note_end_of_partition(tp, end);
+                   offsets_moved_ |= path.end_of_partition(tp, end, now);
                }) > 0;
 }
 

@@ -181,6 +181,8 @@ void CommitCycle::run_executor() {
         return isnull.get();
     };
 
+    // Records are counted by phase, not in offset order: partition ends wait for the batch.
+    path_.hold_ends(true);
     try {
         // Phase 1: the source's owner.
         run_as_owner(source_.owner, [&] {
@@ -213,6 +215,10 @@ void CommitCycle::run_executor() {
                     std::size_t at = 0;
                     if (exec_->time_expr) {
                         core::Millis t = 0;
+                        if (kafka::is_infinity_text(texts.at(at)))  // README "Columns", Conversion
+                            return path_.exec_dead(r, "bad_value",
+                                                   "event_time is " + texts.at(0) +
+                                                       ": an event time must be finite");
                         if (!parse_time_text(texts.at(at++), exec_->time_type, t))
                             return path_.exec_dead(
                                 r, "time_out_of_range",
@@ -407,9 +413,11 @@ void CommitCycle::run_executor() {
             }
         }
     } catch (...) {
+        path_.hold_ends(false);
         MemoryContextSwitchTo(outer);
         throw;
     }
+    path_.hold_ends(false);
     MemoryContextSwitchTo(outer);
 }
 

@@ -72,6 +72,36 @@ bool RecordPath::note_end_of_partition(core::TopicPartition tp, std::int64_t off
     return true;
 }
 
+bool RecordPath::end_of_partition(core::TopicPartition tp, std::int64_t offset, core::Millis now) {
+    const auto q = queued_last_.find(tp);
+    if (q != queued_last_.end()) {
+        const auto next = next_offsets_.find(tp);
+        if (next == next_offsets_.end() || next->second <= q->second) {
+            pending_ends_.push_back({tp, offset, now, q->second});
+            return false;
+        }
+    }
+    watermark_.caught_up(tp.id(), now);
+    return note_end_of_partition(tp, offset);
+}
+
+void RecordPath::release_ends() {
+    if (pending_ends_.empty() || ends_held_) return;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < pending_ends_.size(); ++i) {
+        const PendingEnd e = pending_ends_[i];
+        const auto next = next_offsets_.find(e.tp);
+        if (next == next_offsets_.end() || next->second <= e.after) {
+            pending_ends_[kept++] = e;
+            continue;
+        }
+        watermark_.caught_up(e.tp.id(), e.now);
+        // The position follows with the next commit (the records just handled are counted).
+        note_end_of_partition(e.tp, e.offset);
+    }
+    pending_ends_.resize(kept);
+}
+
 void RecordPath::skip_offsets(core::TopicPartition tp, std::int64_t from, std::int64_t to) {
     if (to <= from) return;
     next_offsets_[tp] = to;
@@ -112,6 +142,7 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
                                        ? std::nullopt
                                        : std::optional<std::string>(
                                              std::string(headers[i].value, headers[i].value_len)));
+        queued(tp, offset);
         waiting_.push_back(std::move(w));
         return;
     }
@@ -125,6 +156,8 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
                          storable_text(payload, len, kDeadLetterPayloadBytes)});
         return;
     }
+    st.skipping = false;
+    if (!st.record.bad.empty() && !judge_values(tp, offset, payload, len, st)) return;
     // W is updated with each record before that record is judged: keep the value it is
     // judged against with it, so the batch sees exactly what record-at-a-time would.
     st.watermark = watermark_.observe(tp.id(), st.record.time, now);
@@ -132,20 +165,57 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
     ++staged_;
 }
 
+// README "Views and tables", dead_letters: a value only some aggregations read and cannot use is a
+// dead letter of each of them (they skip the record as a whole); the others fold the record and
+// it moves the watermark. False when no aggregation can use it: a dead letter of the source, as
+// when every value was bad in 0.1.
+bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, const char* payload,
+                              std::size_t len, Staged& st) {
+    const auto& bad = st.record.bad;
+    auto bad_of = [&](const Aggregation& a) -> const kafka::BadValue* {
+        for (int idx : a.value_index)
+            for (const auto& b : bad)
+                if (idx >= 0 && b.index == static_cast<std::size_t>(idx)) return &b;
+        return nullptr;
+    };
+    bool usable = false;
+    for (const auto& a : aggs_) usable |= bad_of(a) == nullptr;
+    if (!usable) {
+        dead_.push_back({tp, offset, kafka::to_string(bad.front().error), bad.front().detail,
+                         storable_text(payload, len, kDeadLetterPayloadBytes)});
+        return false;
+    }
+    st.skipping = true;
+    st.skip.assign(aggs_.size(), 0);
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        const kafka::BadValue* b = bad_of(aggs_[i]);
+        if (b == nullptr) continue;
+        st.skip[i] = 1;
+        dead_.push_back({tp, offset, kafka::to_string(b->error),
+                         "aggregation \"" + aggs_[i].name + "\": " + b->detail,
+                         storable_text(payload, len, kDeadLetterPayloadBytes)});
+    }
+    return true;
+}
+
 void RecordPath::drain() {
     if (staged_ == 0) return;
-    for (auto& a : aggs_) {
+    for (std::size_t ai = 0; ai < aggs_.size(); ++ai) {
+        Aggregation& a = aggs_[ai];
         const std::size_t naggs = a.value_index.size();
         a.values.resize(staged_ * naggs);
         a.refs.resize(staged_);
+        std::size_t m = 0;  // records this aggregation folds
         for (std::size_t r = 0; r < staged_; ++r) {
-            const kafka::Decoded& d = staged_records_[r].record;
-            core::Value* v = a.values.data() + r * naggs;
+            const Staged& st = staged_records_[r];
+            if (st.skipping && st.skip[ai]) continue;  // its dead letter is noted
+            const kafka::Decoded& d = st.record;
+            core::Value* v = a.values.data() + m * naggs;
             for (std::size_t i = 0; i < naggs; ++i)
                 v[i] = a.value_index[i] < 0 ? core::Value::missing() : d.values[a.value_index[i]];
-            a.refs[r] = {d.key, d.time, v, staged_records_[r].watermark};
+            a.refs[m++] = {d.key, d.time, v, st.watermark};
         }
-        a.engine->process_batch(a.refs.data(), staged_);
+        a.engine->process_batch(a.refs.data(), m);
     }
     staged_ = 0;
 }

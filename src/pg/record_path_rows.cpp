@@ -55,6 +55,7 @@ void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const
     if (staged_ == staged_records_.size()) drain();
     switch (fast_record(staged_records_[staged_].record, now, reason, detail)) {
     case Verdict::Ask:
+        queued(tp, offset);
         blocked_ = true;
         blocked_record_.tp = tp;
         blocked_record_.offset = offset;
@@ -190,6 +191,7 @@ void RecordPath::resume(const SlowRecord& rec) {
                     w.has_key ? w.key.data() : nullptr, w.key.size(), w.kafka_ts, w.now, hs.data(),
                     hs.size());
     }
+    release_ends();
 }
 
 // ---------------------------------------------------------------------------------
@@ -220,6 +222,7 @@ void RecordPath::exec_extract(core::TopicPartition tp, std::int64_t offset, cons
     } else {
         rec.row = r;
     }
+    queued(tp, offset);
     exec_.records.push_back(std::move(rec));
 }
 
@@ -234,6 +237,12 @@ void RecordPath::exec_dead(const ExecRecord& r, const std::string& reason,
                            const std::string& detail) {
     count(r.tp, r.offset);
     exec_note(r, reason, detail);
+    release_ends();
+}
+
+void RecordPath::exec_skip(const ExecRecord& r) {
+    count(r.tp, r.offset);
+    release_ends();
 }
 
 void RecordPath::exec_note(const ExecRecord& r, const std::string& reason,
@@ -300,9 +309,10 @@ void RecordPath::exec_fold(std::size_t aggregation, const ExecFold& fold, core::
 void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
                            const core::Value* values, ExecFold* folds) {
     const std::optional<core::Millis> w = exec_admit(r, time, key, values, folds);
-    if (!w) return;
-    for (std::size_t i = 0; i < aggs_.size(); ++i)
-        if (aggs_[i].executor) exec_fold(i, folds[i], time, *w);
+    if (w)
+        for (std::size_t i = 0; i < aggs_.size(); ++i)
+            if (aggs_[i].executor) exec_fold(i, folds[i], time, *w);
+    release_ends();
 }
 
 }  // namespace stoatflow::pg

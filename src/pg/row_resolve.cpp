@@ -37,7 +37,9 @@ std::string output_text(const RowColumn& c, Datum v) {
 }
 
 // An aggregated column's value for the engine: integers exact (numeric up to 38 digits),
-// everything else as double (as 0.1 sums JSON numbers); NaN and infinities cannot be summed.
+// everything else as double (as 0.1 sums JSON numbers); NaN and infinities cannot be summed,
+// nor a numeric integer of more than 38 digits be summed exactly (README "Columns",
+// Conversion: value_out_of_range, as 0.1's integer fields).
 bool engine_value(const RowColumn& c, Datum v, core::Value& out, std::string& why) {
     switch (c.base) {
     case INT2OID: out = core::Value::of_int(DatumGetInt16(v)); return true;
@@ -60,6 +62,13 @@ bool engine_value(const RowColumn& c, Datum v, core::Value& out, std::string& wh
             for (std::size_t i = t[0] == '-' ? 1 : 0; i < t.size(); ++i) x = x * 10 + (t[i] - '0');
             out = core::Value::of_big(t[0] == '-' ? -x : x);
             return true;
+        }
+        if (integer) {
+            why = "column \"" + c.name + "\" (" + c.type_name +
+                  ") = " + (t.size() > 64 ? t.substr(0, 64) + "..." : t) + ", an integer of " +
+                  std::to_string(digits) + " digits; at most " +
+                  std::to_string(core::kMaxExactIntegerDigits) + " are summed exactly";
+            return false;
         }
         const double d = std::strtod(t.c_str(), nullptr);
         if (std::isinf(d)) break;
@@ -106,9 +115,10 @@ void CommitCycle::decode_row(const Datum* values, const bool* nulls, bool want_k
         if (c.base == TIMESTAMPTZOID) {
             constexpr int64 shift = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
             const TimestampTz ts = DatumGetTimestampTz(v);
-            if (TIMESTAMP_NOT_FINITE(ts)) {
-                rec.reason = "time_out_of_range";
-                rec.detail = "column \"" + c.name + "\" is " + output_text(c, v);
+            if (TIMESTAMP_NOT_FINITE(ts)) {  // README "Columns", Conversion
+                rec.reason = "bad_value";
+                rec.detail = "column \"" + c.name + "\" is " + output_text(c, v) +
+                             ": an event time must be finite";
                 return;
             }
             rec.time = core::floor_div(static_cast<core::Millis>(ts) + shift, 1000);

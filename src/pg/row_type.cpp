@@ -160,7 +160,16 @@ Datum RowType::convert_value(std::size_t col, const kafka::RawValue& raw, bool& 
             escape_json(&quoted, text);
             text = quoted.data;
         }
-        return InputFunctionCall(input, const_cast<char*>(text), c.typioparam, c.typmod);
+        const Datum v = InputFunctionCall(input, const_cast<char*>(text), c.typioparam, c.typmod);
+        // README "Columns", Conversion: what converts, but reads the clock, is refused too (a
+        // replay must give the same values).
+        if (c.base == TIMESTAMPTZOID || c.base == TIMESTAMPOID || c.base == DATEOID)
+            if (const char* word = kafka::clock_dependent_time(raw.text))
+                ereport(ERROR, (errcode(ERRCODE_INVALID_DATETIME_FORMAT),
+                                errmsg("\"%s\" depends on the clock of whoever reads the record; a "
+                                       "date or time must be written in it",
+                                       word)));
+        return v;
     }
     case kafka::RawKind::Number:
         if (c.base == TIMESTAMPTZOID) {

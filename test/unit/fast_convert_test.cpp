@@ -106,3 +106,21 @@ TEST(FastConvert, ValidWithoutConverting) {
     EXPECT_FALSE(fast_valid(FastType::Int4, RawValue{RawKind::String, "1.5"}));
     EXPECT_FALSE(fast_valid(FastType::Other, RawValue{RawKind::String, "x"}));
 }
+
+// README "Columns", Conversion: the words PostgreSQL's date/time input reads from the clock,
+// in any case and anywhere in the text; fixed special values and ordinary times are not.
+TEST(FastConvert, ClockDependentTimes) {
+    using stoatflow::kafka::clock_dependent_time;
+    using stoatflow::kafka::is_infinity_text;
+    for (const char* t : {"now", "NOW", " Now ", "today", "today 10:00", "10:00 TODAY", "tomorrow",
+                          "yesterday", "yesterday 23:59:59+02", "now UTC"})
+        EXPECT_NE(clock_dependent_time(t), nullptr) << t;
+    EXPECT_STREQ(clock_dependent_time(" Tomorrow"), "tomorrow");
+    for (const char* t : {"epoch", "allballs", "infinity", "-infinity", "2026-12-01 10:00:00+00",
+                          "Tue Dec 01 10:00:00 2026 UTC", "nowhere", "todays", "knows", ""})
+        EXPECT_EQ(clock_dependent_time(t), nullptr) << t;
+    for (const char* t : {"infinity", "-Infinity", " +INFINITY ", "Infinity"})
+        EXPECT_TRUE(is_infinity_text(t)) << t;
+    for (const char* t : {"inf", "infinityx", "--infinity", "1e400", ""})
+        EXPECT_FALSE(is_infinity_text(t)) << t;
+}

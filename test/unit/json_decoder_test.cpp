@@ -52,6 +52,9 @@ std::string verdict(JsonDecoder& dec, const std::string& payload, const char* ke
     const DecodeError e =
         dec.decode(payload.data(), payload.size(), key, key_len, kafka_ts, now, out);
     if (e != DecodeError::None) return to_string(e);
+    // A value an aggregate cannot use is the reading aggregations' dead letter: the first one
+    // stands for the verdict here (ValuesAreJudgedOneByOne checks the rest).
+    if (!out.bad.empty()) return to_string(out.bad.front().error);
     std::string s = "key=" + out.key + " time=" + std::to_string(out.time);
     for (const auto& v : out.values) s += " " + show(v);
     return s;
@@ -421,7 +424,10 @@ TEST(JsonDecoder, Details) {
     auto dec = nested_decoder();
     Decoded out;
     auto detail_of = [&](const std::string& payload) {
-        dec.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, kNoTime, out);
+        if (dec.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, kNoTime, out) ==
+                DecodeError::None &&
+            !out.bad.empty())
+            return out.bad.front().detail;  // a value's, the record's detail stays empty
         return dec.detail();
     };
     EXPECT_EQ(detail_of(R"({"user":{"id":"k"},"ts":true})"), R"(field "ts" is a boolean)");
@@ -464,6 +470,41 @@ TEST(JsonDecoder, Details) {
     JsonDecoder kafka_key({"", "", {}});
     kafka_key.decode("{}", 2, "a\xff\x01", 3, 1, kNoTime, out);
     EXPECT_EQ(kafka_key.detail(), R"(the key is not valid UTF-8: "a\xff\x01")");
+}
+
+// README "Views and tables", dead_letters: a value an aggregate cannot use does not fail the
+// record. The key, the time and every other value are decoded; each bad value is listed, in
+// value_paths order, with its reason and detail; the next record starts with none.
+TEST(JsonDecoder, ValuesAreJudgedOneByOne) {
+    JsonDecoder dec({"user", "ts", {"", "page", "n", "big"}});
+    Decoded out;
+    const std::string p =
+        R"({"user":"u","ts":5,"page":"home","n":3,"big":)" + std::string(39, '9') + "}";
+    ASSERT_EQ(dec.decode(p.data(), p.size(), nullptr, 0, kNoTime, kNoTime, out), DecodeError::None);
+    EXPECT_EQ(dec.detail(), "");
+    EXPECT_EQ(out.key, "u");
+    EXPECT_EQ(out.time, 5);
+    ASSERT_EQ(out.values.size(), 4u);
+    EXPECT_EQ(show(out.values[1]), "-");  // the bad value itself is not there
+    EXPECT_EQ(show(out.values[2]), "i:3");
+    EXPECT_EQ(show(out.values[3]), "-");
+    ASSERT_EQ(out.bad.size(), 2u);
+    EXPECT_EQ(out.bad[0].index, 1u);
+    EXPECT_EQ(out.bad[0].error, DecodeError::NonNumericValue);
+    EXPECT_EQ(out.bad[0].detail, R"(field "page" is a string)");
+    EXPECT_EQ(out.bad[1].index, 3u);
+    EXPECT_EQ(out.bad[1].error, DecodeError::ValueOutOfRange);
+    EXPECT_EQ(out.bad[1].detail, R"(field "big" is )" + std::string(39, '9') +
+                                     ", an integer of 39 digits; at most 38 are summed exactly");
+    const std::string good = R"({"user":"u","ts":6,"page":2})";
+    ASSERT_EQ(dec.decode(good.data(), good.size(), nullptr, 0, kNoTime, kNoTime, out),
+              DecodeError::None);
+    EXPECT_TRUE(out.bad.empty());
+    EXPECT_EQ(show(out.values[1]), "i:2");
+    // A record-level failure still wins (the key before any value).
+    const std::string nokey = R"({"ts":6,"page":"x"})";
+    EXPECT_EQ(dec.decode(nokey.data(), nokey.size(), nullptr, 0, kNoTime, kNoTime, out),
+              DecodeError::MissingKey);
 }
 
 TEST(JsonDecoder, ReuseAcrossRecords) {

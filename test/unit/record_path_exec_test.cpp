@@ -156,3 +156,52 @@ TEST(RecordPathExec, TimeChecksMakeDeadLetters) {
     EXPECT_EQ(snap.records, 1);
     EXPECT_EQ(snap.watermark, core::kNoTime);
 }
+
+// README "Time and the watermark": a partition that held data when the source started holds W
+// back until its records were observed, whichever thread decodes them. Here the ends of both
+// partitions are seen while their records still wait for the main thread; the ends take effect
+// only once those records were fed, so each partition's in-order records are its own, not late
+// (before, the first end released partition 0, the second partition 1, and feeding partition
+// 0's records moved W past partition 1's first minute).
+TEST(RecordPathExec, EndOfPartitionWaitsForItsQueuedRecords) {
+    auto ext = std::make_shared<Counting>();
+    RecordPath p(config(ext));
+    p.watermark().assign(core::TopicPartition{0, 0}.id(), true);
+    p.watermark().assign(core::TopicPartition{0, 1}.id(), true);
+    auto put = [&](std::int32_t part, std::int64_t offset, core::Millis ts) {
+        const std::string payload =
+            R"({"user": "a", "ts": )" + std::to_string(ts) + R"(, "amount": 1})";
+        p.process(0, part, offset, payload.data(), payload.size(), "k", 1, 1000, 0);
+    };
+    put(0, 0, 10'000);
+    put(0, 1, 70'000);
+    EXPECT_FALSE(p.end_of_partition(core::TopicPartition{0, 0}, 2, 5));
+    put(1, 0, 10'000);
+    put(1, 1, 70'000);
+    EXPECT_FALSE(p.end_of_partition(core::TopicPartition{0, 1}, 2, 5));
+    EXPECT_EQ(p.watermark().current(), core::kNoTime);
+
+    const pg::ExecBatch& b = p.take_exec_batch();
+    ASSERT_EQ(b.records.size(), 4u);
+    const int one = 1;
+    std::vector<ExecFold> folds(2, ExecFold{true, false, "a", &one});
+    const core::Millis times[] = {10'000, 70'000, 10'000, 70'000};
+    for (std::size_t i = 0; i < 4; ++i) {
+        p.exec_feed(b.records[i], times[i], nullptr, nullptr, folds.data());
+        // partition 1 holds W until its first record came
+        if (i < 2) {
+            EXPECT_EQ(p.watermark().current(), core::kNoTime) << i;
+        }
+    }
+    // Both ends took effect: positions at the ends, W the minimum over the partitions.
+    EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 0}), 2);
+    EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 1}), 2);
+    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    EXPECT_EQ(snap.watermark, 70'000);
+    for (std::size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(snap.aggs[i].stats.dropped_late_window, 0) << i;
+        EXPECT_EQ(snap.aggs[i].stats.records_in, 4) << i;
+    }
+    // An end with nothing of its partition waiting takes effect at once.
+    EXPECT_FALSE(p.end_of_partition(core::TopicPartition{0, 0}, 2, 6));
+}

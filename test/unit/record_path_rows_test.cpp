@@ -111,3 +111,37 @@ TEST(RecordPathRows, MetadataAndInvalidRecords) {
     ASSERT_EQ(snap.aggs[0].out.upserts.size(), 1u);
     EXPECT_EQ(snap.aggs[0].out.upserts[0].key, "k");
 }
+
+// README "Time and the watermark": the end of a partition seen while its records wait behind a
+// blocked one does not release the partition before they are judged. Partition 0's record
+// blocks (11:05, no offset); partition 1's (10:00:01) waits behind it; both ends come then.
+// Before, the ends released both partitions at once, partition 0's 11:05 alone set W and
+// partition 1's in-order record was late.
+TEST(RecordPathRows, EndOfPartitionWaitsForBlockedRecords) {
+    RecordPath p(config());
+    const core::TopicPartition p0{0, 0}, p1{0, 1};
+    p.watermark().assign(p0.id(), true);
+    p.watermark().assign(p1.id(), true);
+    auto put = [&](const core::TopicPartition& tp, const std::string& payload) {
+        p.process(0, tp.partition, 0, payload.data(), payload.size(), "k", 1, 1000, core::kNoTime);
+    };
+    put(p0, R"({"user": "a", "ts": "2026-11-30 11:05:00", "amount": 1})");
+    ASSERT_TRUE(p.blocked());
+    EXPECT_FALSE(p.end_of_partition(p0, 1, 5));
+    put(p1, R"({"user": "a", "ts": "2026-11-30T10:00:01Z", "amount": 2})");
+    EXPECT_FALSE(p.end_of_partition(p1, 1, 5));
+
+    SlowRecord rec;
+    rec.key = "a";
+    rec.time = 1796036700000;  // 2026-11-30 11:05:00 UTC
+    rec.values.assign(9, core::Value::missing());
+    rec.values[2] = core::Value::of_int(1);
+    p.resume(rec);
+    ASSERT_FALSE(p.blocked());
+    EXPECT_EQ(p.next_offsets().at(p0), 1);
+    EXPECT_EQ(p.next_offsets().at(p1), 1);
+    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    EXPECT_EQ(snap.watermark, 1796032801000);  // partition 1's record, the minimum
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 2);
+    EXPECT_EQ(snap.aggs[0].stats.dropped_late_window, 0);
+}

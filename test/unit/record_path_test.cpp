@@ -232,3 +232,53 @@ TEST(RecordPathTopics, PartitionsOfDifferentTopicsAreDistinct) {
 }
 
 }  // namespace
+
+// README "Views and tables", dead_letters: a value only one aggregation cannot use is that
+// aggregation's dead letter; the others fold the record, and it moves the watermark. Only when
+// no aggregation can use it is the record a dead letter of the source (as before).
+TEST(RecordPath, BadValueIsTheReadingAggregationsDeadLetter) {
+    RecordPathConfig c;
+    c.topics = {"t"};
+    c.decoder.key_path = "user";
+    c.decoder.time_path = "ts";
+    c.decoder.value_paths = {"page"};
+    RecordPathConfig::Aggregation counts;
+    counts.name = "counts";
+    counts.spec = WindowSpec::tumbling(60'000, 0);
+    counts.aggregates = {{AggFn::CountStar, "", "n"}};
+    counts.retention = 3'600'000;
+    RecordPathConfig::Aggregation sums = counts;
+    sums.name = "sums";
+    sums.aggregates = {{AggFn::CountStar, "", "n"}, {AggFn::Sum, "page", "pages"}};
+    c.aggregations = {counts, sums};
+    RecordPath p(c);
+    const std::vector<std::string> payloads = {
+        R"({"user":"a","ts":1000,"page":2})", R"({"user":"a","ts":2000,"page":"home"})",
+        R"({"user":"a","ts":3000,"page":3})", R"({"user":"a","ts":90000,"page":{}})"};
+    for (std::size_t i = 0; i < payloads.size(); ++i)
+        p.process(0, 0, static_cast<std::int64_t>(i), payloads[i].data(), payloads[i].size(),
+                  nullptr, 0, 0, 0);
+    const CommitSnapshot snap = p.take_snapshot(0);
+    EXPECT_EQ(snap.records, 4);
+    EXPECT_EQ(snap.watermark, 90000);  // the last record moved it, though "sums" skipped it
+    ASSERT_EQ(snap.dead.size(), 2u);
+    EXPECT_EQ(snap.dead[0].offset, 1);
+    EXPECT_EQ(snap.dead[0].reason, "non_numeric_value");
+    EXPECT_EQ(snap.dead[0].detail, R"(aggregation "sums": field "page" is a string)");
+    EXPECT_EQ(snap.dead[1].offset, 3);
+    EXPECT_EQ(snap.dead[1].detail, R"(aggregation "sums": field "page" is an object)");
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 4);
+    // "sums" skipped both records as a whole: its count(*) did not take them either
+    EXPECT_EQ(snap.aggs[1].stats.records_in, 2);
+
+    // With only "sums", nobody can use the record: a dead letter of the source, 0.1's detail,
+    // and the watermark does not move.
+    c.aggregations = {sums};
+    RecordPath only(c);
+    only.process(0, 0, 0, payloads[1].data(), payloads[1].size(), nullptr, 0, 0, 0);
+    const CommitSnapshot s2 = only.take_snapshot(0);
+    ASSERT_EQ(s2.dead.size(), 1u);
+    EXPECT_EQ(s2.dead[0].detail, R"(field "page" is a string)");
+    EXPECT_EQ(s2.watermark, stoatflow::core::kNoTime);
+    EXPECT_EQ(s2.aggs[0].stats.records_in, 0);
+}

@@ -52,4 +52,15 @@ bool fast_valid(FastType type, const RawValue& raw);
 // False for anything else (PostgreSQL decides those).
 bool parse_iso_timestamptz(std::string_view s, std::int64_t& micros);
 
+// README "Columns", Conversion: the one owner of the rule that a date/time text may not depend on
+// the clock of whoever converts it. Returns the word ("now", "today", "tomorrow", "yesterday")
+// if `text`, as PostgreSQL's date/time input reads it (words in any case, anywhere: "today
+// 10:00", " NOW "), names the current time or day; nullptr otherwise ("epoch", "allballs" and
+// the infinities are fixed values).
+const char* clock_dependent_time(std::string_view text);
+
+// "infinity" or "-infinity" (any case, spaces around): an infinite time or number, which no
+// event time can be.
+bool is_infinity_text(std::string_view text);
+
 }  // namespace stoatflow::kafka

@@ -47,10 +47,20 @@ enum class DecodeError {
 // "invalid_json", "not_an_object", ... ("" for None).
 const char* to_string(DecodeError e);
 
+// A value an aggregate cannot use (non_numeric_value, value_out_of_range): the record itself is
+// still good; it is a dead letter of the aggregations reading it (README "Views and tables",
+// dead_letters).
+struct BadValue {
+    std::size_t index = 0;  // into value_paths
+    DecodeError error = DecodeError::None;
+    std::string detail;  // 'field "page" is a string'
+};
+
 struct Decoded {
     std::string key;
     core::Millis time = 0;
-    std::vector<core::Value> values;  // values[i] belongs to value_paths[i]
+    std::vector<core::Value> values;  // values[i] belongs to value_paths[i]; Missing if bad
+    std::vector<BadValue> bad;        // in value_paths order; empty when every value is usable
 };
 
 // One decoder per consumer thread: it owns a reusable parser and padded buffer, so decoding a
@@ -68,6 +78,7 @@ public:
     // payload: the message value; key: the Kafka message key (nullptr if it has none);
     // kafka_ts: the Kafka timestamp in ms, or core::kNoTime; now: the wall clock in ms since
     // the epoch (core::kNoTime: skip the future_limit check). On an error `out` is unspecified.
+    // A value that cannot be aggregated does not fail the record: it is listed in `out.bad`.
     // Any bytes are safe input; the only exception is std::bad_alloc.
     DecodeError decode(const char* payload, std::size_t len, const char* key, std::size_t key_len,
                        core::Millis kafka_ts, core::Millis now, Decoded& out);

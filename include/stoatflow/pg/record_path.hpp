@@ -167,7 +167,7 @@ public:
     // error): the record itself goes on (exec_feed, or exec_dead when no aggregation keeps it).
     void exec_note(const ExecRecord& r, const std::string& reason, const std::string& detail);
     // A record every aggregation noted a dead letter for: consumed, nothing else.
-    void exec_skip(const ExecRecord& r) { count(r.tp, r.offset); }
+    void exec_skip(const ExecRecord& r);
     // A record whose event time and keys were computed: judged like any (time range, future
     // limit, the fast-path key's length: dead letters), then counted, the watermark observed, and
     // every fast-path aggregation folds it with `key` and `values` (per column, as
@@ -190,8 +190,22 @@ public:
 
     // The consumer reached the end of a partition at `offset`: nothing before it is left to
     // read (gaps from compaction or transaction markers included). Returns true if the
-    // committed position moves.
-    bool note_end_of_partition(core::TopicPartition tp, std::int64_t offset);  // false if blocked
+    // committed position moves (false while records wait for the main thread).
+    bool note_end_of_partition(core::TopicPartition tp, std::int64_t offset);
+    // The same end as the watermark's too, seen at wall time `now` (README "Time and the
+    // watermark": a partition holding data holds W back until its records were observed).
+    // While records of `tp` consumed before the end still wait for the main thread (blocked,
+    // or extracted in executor mode), the partition is not caught up yet: the end takes effect
+    // once the last of them was handled, so they are judged as the partition's own, not late.
+    bool end_of_partition(core::TopicPartition tp, std::int64_t offset, core::Millis now);
+    // Applies the ends held back whose records were all handled. Executor mode handles a batch
+    // in phases, not record by record in offset order: the main thread holds the ends while it
+    // runs a batch (hold_ends(true)) and releases them after (hold_ends(false)).
+    void release_ends();
+    void hold_ends(bool held) {
+        ends_held_ = held;
+        if (!held) release_ends();
+    }
 
     // Offsets [from, to) of a partition can no longer be read (the topic's retention deleted
     // them before the source read them): the position moves to `to`, and the next commit
@@ -269,6 +283,10 @@ private:
         std::int64_t& next = next_offsets_[tp];
         if (offset + 1 > next) next = offset + 1;
     }
+    // A record of `tp` now waits for the main thread.
+    void queued(core::TopicPartition tp, std::int64_t offset) { queued_last_[tp] = offset; }
+    // Ends of partitions whose waiting records have all been handled take effect.
+
     void process_row(core::TopicPartition tp, std::int64_t offset, const char* payload,
                      std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
                      core::Millis now, const kafka::KafkaHeader* headers, std::size_t header_count);
@@ -298,7 +316,11 @@ private:
     struct Staged {
         kafka::Decoded record;
         core::Millis watermark = core::kNoTime;
+        bool skipping = false;           // some aggregations skip it (judge_values) ...
+        std::vector<std::uint8_t> skip;  // ... these (per aggregation)
     };
+    bool judge_values(core::TopicPartition tp, std::int64_t offset, const char* payload,
+                      std::size_t len, Staged& st);
     std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
     std::size_t staged_ = 0;
     std::vector<std::string> topics_;
@@ -322,6 +344,17 @@ private:
     Waiting blocked_record_;       // partition, offset, payload and clock of the blocked record
     std::deque<Waiting> waiting_;  // records consumed after it
     core::Watermark watermark_;
+    // Per partition, the last offset that waited for the main thread; and the ends of
+    // partitions seen while records of theirs still waited (end_of_partition).
+    std::map<core::TopicPartition, std::int64_t> queued_last_;
+    struct PendingEnd {
+        core::TopicPartition tp;
+        std::int64_t offset = 0;  // the end
+        core::Millis now = 0;
+        std::int64_t after = 0;  // takes effect once this offset of tp was handled
+    };
+    std::vector<PendingEnd> pending_ends_;
+    bool ends_held_ = false;
     std::map<core::TopicPartition, std::int64_t> next_offsets_;
     std::map<core::TopicPartition, std::int64_t> skipped_;
     std::vector<DeadLetter> dead_;
