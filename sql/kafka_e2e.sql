@@ -86,10 +86,14 @@ SELECT partition, idle FROM stoatflow.sources WHERE source_name = 'idle_release'
 -- (same name, same shape) the aggregation writes every window it owes and converges exactly.
 SELECT stoatflow.create_source('sinkgone', 'e2e_faults', :'brokers', key => 'user', event_time => 'ts',
     max_out_of_orderness => '0');
+-- both in one transaction: they start together (an aggregation added to a running source starts
+-- at the source's position, README Limits)
+BEGIN;
 SELECT stoatflow.create_aggregation('sinkgone_a', 'sinkgone', stoatflow.tumbling('10 seconds'),
     'count(*) AS n', 'sinkgone_a');
 SELECT stoatflow.create_aggregation('sinkgone_sibling', 'sinkgone', stoatflow.tumbling('10 seconds'),
     'count(*) AS n', 'sinkgone_sibling');
+COMMIT;
 \! echo '{"user":"a","ts":1000}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_faults -p 0 >/dev/null 2>&1
 SELECT stoatflow.wait_caught_up('sinkgone', '60 seconds');
 SELECT key, n FROM sinkgone_a;

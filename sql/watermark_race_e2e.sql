@@ -21,3 +21,27 @@ SELECT count(*) AS windows, min(total), max(total)
   FROM (SELECT window_start, sum(n) AS total FROM race_agg GROUP BY 1) w;
 SELECT stoatflow.drop_source('race', "cascade" => true);
 DROP TABLE race_agg;
+-- The race is one of timing: 30 more sources over the same records, one after another (each its
+-- own consumer group, from the earliest offset), every one judged on its own.
+CREATE TABLE race_runs (run integer, records_in bigint, dropped_late_window bigint, windows bigint);
+\set ECHO none
+\pset tuples_only on
+SELECT q FROM generate_series(1, 30) r,
+  LATERAL (VALUES
+    (1, format($f$SELECT stoatflow.create_source('race_%s', 'e2e_race', %L, columns => 'u text, t bigint',
+         key => 'u', event_time => 'to_timestamp(t / 1000.0)', max_out_of_orderness => '0')$f$, r, :'brokers')),
+    (2, format($f$SELECT stoatflow.create_aggregation('race_agg_%s', 'race_%s', stoatflow.tumbling('10 seconds'),
+         'count(*) AS n', 'race_agg_%s')$f$, r, r, r)),
+    (3, format($f$SELECT stoatflow.wait_caught_up('race_%s', '120 seconds')$f$, r)),
+    (4, format($f$INSERT INTO race_runs SELECT %s, records_in, dropped_late_window,
+         (SELECT count(DISTINCT window_start) FROM race_agg_%s) FROM stoatflow.stats
+          WHERE aggregation_name = 'race_agg_%s'$f$, r, r, r)),
+    (5, format($f$SELECT stoatflow.drop_source('race_%s', "cascade" => true)$f$, r)),
+    (6, format('DROP TABLE race_agg_%s', r))) v(step, q)
+ ORDER BY r, step \gexec
+\pset tuples_only off
+\set ECHO all
+SELECT count(*) AS runs, min(records_in), max(records_in),
+       sum(dropped_late_window) AS late_drops, min(windows), max(windows)
+  FROM race_runs;
+DROP TABLE race_runs;

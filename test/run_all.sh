@@ -41,13 +41,19 @@ finish() {
 }
 trap finish EXIT
 
-step() {  # step NAME COMMAND...: runs one step; the first failure ends the run
+step() {  # step NAME MINUTES COMMAND...: runs one step, bounded; the first failure ends the run
     current=$1
-    shift
+    local limit=$2 t0=$SECONDS rc=0
+    shift 2
     echo
-    echo "==== $current ===="
-    "$@"
-    results+=("ok    $current")
+    echo "==== $current (at most ${limit} min) ===="
+    # timeout signals the step's whole process group (servers, brokers and all).
+    timeout --kill-after=30s "${limit}m" "$@" || rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        echo "run_all: $current did not finish within ${limit} min" >&2
+    fi
+    [ "$rc" -eq 0 ] || { current="$current ($((SECONDS - t0))s)"; return "$rc"; }
+    results+=("ok    $current ($((SECONDS - t0))s)")
     passed=$((passed + 1))
 }
 
@@ -73,13 +79,16 @@ tsan_build() {  # the unit tests only (the mock broker and tools link uninstrume
 }
 
 # (0) every C++ file as the repository's .clang-format lays it out
-step "format: clang-format --dry-run --Werror" bash test/format_check.sh
+export -f core_build tsan_build
+export jobs
+step "format: clang-format --dry-run --Werror" 2 bash test/format_check.sh
+step "house: only the sandbox switches users" 1 bash test/check_sandbox.sh
 
 # (a) the pure core and its unit tests
 if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     skip "core: cmake build + ctest" "SKIP_CORE=1"
 elif [ -f CMakeLists.txt ]; then
-    step "core: cmake build + ctest" core_build build
+    step "core: cmake build + ctest" 20 bash -ec 'core_build build'
 else
     skip "core: cmake build + ctest" "no CMakeLists.txt"
 fi
@@ -89,7 +98,7 @@ if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     skip "core: ASan/UBSan build + ctest" "SKIP_CORE=1"
 elif [ "${CI:-}" = "true" ] || [ "${SANITIZE:-0}" = "1" ]; then
     if [ -f CMakeLists.txt ]; then
-        step "core: ASan/UBSan build + ctest" core_build build-asan -DSTOATFLOW_SANITIZE=ON
+        step "core: ASan/UBSan build + ctest" 25 bash -ec 'core_build build-asan -DSTOATFLOW_SANITIZE=ON'
     else
         skip "core: ASan/UBSan build + ctest" "no CMakeLists.txt"
     fi
@@ -101,25 +110,25 @@ fi
 if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     skip "core: TSan build + ctest" "SKIP_CORE=1"
 elif [ "${CI:-}" = "true" ] || [ "${SANITIZE:-0}" = "1" ]; then
-    step "core: TSan build + ctest" tsan_build
+    step "core: TSan build + ctest" 20 bash -ec tsan_build
 else
     skip "core: TSan build + ctest" "set SANITIZE=1 or CI=true"
 fi
 
 # (c) the extension (needs root, or write access to PostgreSQL's lib and share dirs, to install)
-step "extension: make" make -j"$jobs"
-step "extension: make install" make install
+step "extension: make" 10 make -j"$jobs"
+step "extension: make install" 2 make install
 
 # (d) pg_regress in a temp instance that preloads stoatflow
-step "pg_regress (make installcheck, ${brokers[0]} broker)" \
+step "pg_regress (make installcheck, ${brokers[0]} broker)" 25 \
     env STOATFLOW_TEST_BROKER="${brokers[0]}" make installcheck
 
 # (e) CREATE EXTENSION without shared_preload_libraries must fail clearly
-step "preload check" bash test/preload_check.sh
+step "preload check" 3 bash test/preload_check.sh
 
 # (f) the mock Kafka broker round trip
 if [ -f test/kafka/roundtrip.sh ]; then
-    step "kafka: mock broker round trip" bash test/kafka/roundtrip.sh
+    step "kafka: mock broker round trip" 3 bash test/kafka/roundtrip.sh
 else
     skip "kafka: mock broker round trip" "no test/kafka/roundtrip.sh"
 fi
@@ -129,40 +138,40 @@ for b in "${brokers[@]}"; do
     case $b in
     mock) ;;
     kafka)
-        step "kafka: Apache Kafka jars (Maven, cached)" \
+        step "kafka: Apache Kafka jars (Maven, cached)" 15 \
             bash -c 'source test/kafka/broker/kafka_broker.sh && kafka_broker_fetch'
-        step "kafka: Apache Kafka helper self-test" bash test/kafka/broker/selftest.sh
+        step "kafka: Apache Kafka helper self-test" 5 bash test/kafka/broker/selftest.sh
         ;;
     *) echo "run_all: STOATFLOW_TEST_BROKERS: unknown broker '$b' (want mock or kafka)" >&2; exit 2 ;;
     esac
     if [ "$b" != "${brokers[0]}" ]; then
-        step "pg_regress kafka_e2e ($b broker)" \
+        step "pg_regress kafka_e2e ($b broker)" 10 \
             env STOATFLOW_TEST_BROKER="$b" REGRESS_TESTS=kafka_e2e bash test/pg_regress.sh
     fi
     scenarios=()
     if [ "$b" = kafka ] && [ "${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention}" != all ]; then
         read -r -a scenarios <<<"${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention}"
     fi
-    step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, memory limit, sink fuzz}" \
+    step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, memory limits, user code, sink fuzz}" 30 \
         env STOATFLOW_TEST_BROKER="$b" bash test/faults/run.sh "${scenarios[@]}"
 done
 
 # (g1) the same crashes with the aggregations PostgreSQL's executor runs (issue 12): a source
 # with columns, group_by, tumbling and session windows whose states are stored serialized
 if [[ " ${brokers[*]} " == *" mock "* ]]; then
-    step "faults (mock broker, PostgreSQL aggregates): kill -9, immediate restart" \
+    step "faults (mock broker, PostgreSQL aggregates): kill -9, immediate restart" 15 \
         env STOATFLOW_TEST_BROKER=mock FAULTS_COLUMNS=expr bash test/faults/run.sh kill9 restart_immediate
 fi
 
 # (g2) Kafka Streams and stoatflow give the same final windows (issue 10, 4a): the hand-made
 # examples and a few random streams (SEMANTICS_STREAMS=20 by hand: bench/peers/kafka-streams)
 if [[ " ${brokers[*]} " == *" kafka "* ]]; then
-    step "kafka: Kafka Streams vs stoatflow, final windows" \
+    step "kafka: Kafka Streams vs stoatflow, final windows" 20 \
         env SEMANTICS_STREAMS="${SEMANTICS_STREAMS:-6}" bash bench/peers/kafka-streams/semantics.sh
 fi
 
 # (h) a real 0.1 deployment upgraded to 0.2 with a running pipeline (private PostgreSQL copy)
-step "upgrade: 0.1 -> 0.2 with a running pipeline" bash test/upgrade/run.sh
+step "upgrade: 0.1 -> 0.2 with a running pipeline" 20 bash test/upgrade/run.sh
 
 # (i) benchmarks build and run in a smoke size (their numbers mean nothing here; see
 # BENCHMARKS.md for real runs). The JSON output is checked: every workload ran, and every
@@ -175,7 +184,8 @@ bench_smoke() {
     python3 bench/check_engine_smoke.py build/engine_bench_smoke.json
 }
 if [ -x build/stoatflow-mock-broker ]; then
-    step "bench: engine benchmark smoke" bench_smoke
+    export -f bench_smoke
+    step "bench: engine benchmark smoke" 10 bash -ec bench_smoke
 else
     skip "bench: engine benchmark smoke" "no core build"
 fi
