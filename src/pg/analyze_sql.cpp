@@ -67,13 +67,9 @@ std::optional<std::string> opt_text(FunctionCallInfo fcinfo, int i) {
     return text_to_string(PG_GETARG_DATUM(i));
 }
 
-}  // namespace
-
-// _analyze(columns, window_kind, key, event_time, group_by, filter, aggregates) → SETOF
-// (role, ordinal, name, type, detail, tree): one row per analyzed expression ('key',
-// 'event_time', 'filter', 'group_by', 'aggregate') and per aggregate call ('call', its item's
-// ordinal, the aggregate, its state type, what runs it).
-STOATFLOW_FUNCTION(stoatflow__analyze) {
+// The first seven arguments of _analyze and _stored_texts: (columns, window_kind, key,
+// event_time, group_by, filter, aggregates).
+DeclarationTexts declaration_texts(FunctionCallInfo fcinfo) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
         throw Error(sqlstate::kInvalidParameterValue, "columns and window_kind must not be NULL");
     DeclarationTexts t;
@@ -86,6 +82,17 @@ STOATFLOW_FUNCTION(stoatflow__analyze) {
     t.group_by = opt_text(fcinfo, 4);
     t.filter = opt_text(fcinfo, 5);
     t.aggregates = opt_text(fcinfo, 6);
+    return t;
+}
+
+}  // namespace
+
+// _analyze(columns, window_kind, key, event_time, group_by, filter, aggregates) → SETOF
+// (role, ordinal, name, type, detail, tree): one row per analyzed expression ('key',
+// 'event_time', 'filter', 'group_by', 'aggregate') and per aggregate call ('call', its item's
+// ordinal, the aggregate, its state type, what runs it).
+STOATFLOW_FUNCTION(stoatflow__analyze) {
+    DeclarationTexts t = declaration_texts(fcinfo);
     const Analysis an = analyze_declaration(t);
 
     pg_call([&] { InitMaterializedSRF(fcinfo, 0); });
@@ -131,18 +138,7 @@ STOATFLOW_FUNCTION(stoatflow__analyze) {
 // search_path) → (key, event_time, group_by, filter, aggregates): the texts as a declaration
 // stores them (stored_texts), names resolved along search_path (NULL: the pinned path).
 STOATFLOW_FUNCTION(stoatflow__stored_texts) {
-    if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-        throw Error(sqlstate::kInvalidParameterValue, "columns and window_kind must not be NULL");
-    DeclarationTexts t;
-    const Datum columns = PG_GETARG_DATUM(0);
-    t.columns_json =
-        pg_call([&] { return DatumGetCString(DirectFunctionCall1(jsonb_out, columns)); });
-    t.window_kind = core::window_kind_from_name(text_to_string(PG_GETARG_DATUM(1)));
-    t.key = opt_text(fcinfo, 2);
-    t.event_time = opt_text(fcinfo, 3);
-    t.group_by = opt_text(fcinfo, 4);
-    t.filter = opt_text(fcinfo, 5);
-    t.aggregates = opt_text(fcinfo, 6);
+    DeclarationTexts t = declaration_texts(fcinfo);
     t.search_path = opt_text(fcinfo, 7);
     const DeclarationTexts out = stored_texts(t);
     const std::optional<std::string>* fields[5] = {&out.key, &out.event_time, &out.group_by,

@@ -65,13 +65,7 @@ void SourceWorker::run() {
             // One aggregation's fold failed: its state cannot be trusted. Start over from the
             // committed state at once (no backoff, not a failure of the source); the failing
             // record is then that aggregation's dead letter (UserCodeLedger).
-            const std::string msg = e.what();
-            pg_call([&] {
-                ereport(LOG, (errmsg("stoatflow source %d: %s; rebuilding from the committed "
-                                     "state",
-                                     source_id_, msg.c_str())));
-            });
-            drop_pipeline();
+            start_over(e.what());
         } catch (const Error& e) {
             if (e.sqlstate() != sqlstate::kQueryCanceled) {
                 fail(e.what());
@@ -80,13 +74,7 @@ void SourceWorker::run() {
             }
             // A cancel (pg_cancel_backend, drop_aggregation interrupting an owner's code) or
             // SIGTERM: drop what is uncommitted and start over (or leave); the source did not fail.
-            const std::string msg = e.what();
-            pg_call([&] {
-                ereport(LOG, (errmsg("stoatflow source %d: %s; starting over from the committed "
-                                     "state",
-                                     source_id_, msg.c_str())));
-            });
-            drop_pipeline();
+            start_over(e.what());
             if (!got_sigterm) wait_ms(kCancelRestartMs);
         } catch (const std::exception& e) {
             // Whatever was consumed since the last commit is discarded with the
@@ -102,6 +90,16 @@ void SourceWorker::run() {
             fail(e.what());
         }
     }
+}
+
+// Not a failure of the source (no backoff, no status): everything uncommitted is dropped and
+// the next iteration starts over from the committed state.
+void SourceWorker::start_over(const std::string& why) {
+    pg_call([&] {
+        ereport(LOG, (errmsg("stoatflow source %d: %s; starting over from the committed state",
+                             source_id_, why.c_str())));
+    });
+    drop_pipeline();
 }
 
 void SourceWorker::drop_pipeline() {

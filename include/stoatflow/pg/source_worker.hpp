@@ -32,6 +32,7 @@ private:
     void memory_stop(const MemoryLimitExceeded& e);
     bool memory_stop_over();
     void drop_pipeline();
+    void start_over(const std::string& why);
     bool over_memory_limit(core::Millis now);
     bool partitions_added(core::Millis now);
     void set_status(const std::string& status, const std::string& error);
