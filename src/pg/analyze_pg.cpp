@@ -23,6 +23,7 @@ extern "C" {
 #include "parser/parser.h"
 #include "rewrite/rewriteManip.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
@@ -59,12 +60,38 @@ struct Refusal {
     const char* what;
     int location;
     Oid func;
+    const char* clock = nullptr;  // a function that reads the clock (clock_reading)
 };
 
 bool volatile_func(Oid func, void* context) {
     if (func_volatile(func) != PROVOLATILE_VOLATILE) return false;
     *static_cast<Oid*>(context) = func;
     return true;
+}
+
+// The stable functions that read the clock (the volatile ones are refused as volatile): their
+// result depends on when a record is processed, not on the record, so a replay would differ
+// (README "Expressions and PostgreSQL aggregates").
+bool clock_func(Oid func, void* context) {
+    if (func != F_NOW && func != F_STATEMENT_TIMESTAMP && func != F_TRANSACTION_TIMESTAMP)
+        return false;
+    *static_cast<Oid*>(context) = func;
+    return true;
+}
+
+const char* clock_value(const SQLValueFunction* f) {
+    switch (f->op) {
+    case SVFOP_CURRENT_DATE: return "CURRENT_DATE";
+    case SVFOP_CURRENT_TIME:
+    case SVFOP_CURRENT_TIME_N: return "CURRENT_TIME";
+    case SVFOP_CURRENT_TIMESTAMP:
+    case SVFOP_CURRENT_TIMESTAMP_N: return "CURRENT_TIMESTAMP";
+    case SVFOP_LOCALTIME:
+    case SVFOP_LOCALTIME_N: return "LOCALTIME";
+    case SVFOP_LOCALTIMESTAMP:
+    case SVFOP_LOCALTIMESTAMP_N: return "LOCALTIMESTAMP";
+    default: return nullptr;
+    }
 }
 
 // The first thing in an expression a window cannot run: a subquery, a window function, a
@@ -90,6 +117,16 @@ bool find_refused(Node* node, void* context) {
     if (IsA(node, NextValueExpr) || check_functions_in_node(node, volatile_func, &func)) {
         *r = {"volatile functions", exprLocation(node), func};
         return true;
+    }
+    if (check_functions_in_node(node, clock_func, &func)) {
+        *r = {"clock functions", exprLocation(node), func, format_procedure(func)};
+        return true;
+    }
+    if (IsA(node, SQLValueFunction)) {
+        if (const char* name = clock_value(castNode(SQLValueFunction, node))) {
+            *r = {"clock functions", exprLocation(node), InvalidOid, name};
+            return true;
+        }
     }
     return expression_tree_walker(node, walker(find_refused), context);
 }
@@ -374,7 +411,15 @@ void analyze_text(TextAnalysis* a) {
                  errposition(char_pos(
                      a->text, locate_agg_of_level(reinterpret_cast<Node*>(q->targetList), 0)))));
     Refusal r{nullptr, -1, InvalidOid};
-    if (find_refused(reinterpret_cast<Node*>(q->targetList), &r))
+    if (find_refused(reinterpret_cast<Node*>(q->targetList), &r) && r.clock != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("%s cannot be used: it reads the clock, so the result would "
+                               "depend on when the record is processed, not on the record",
+                               r.clock),
+                        errhint("Use the record's own time: its event_time column or "
+                                "kafka_timestamp."),
+                        errposition(char_pos(a->text, r.location))));
+    if (r.what != nullptr)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         OidIsValid(r.func) ? errmsg("%s cannot be used: %s are not allowed",
                                                     format_procedure(r.func), r.what)

@@ -333,7 +333,8 @@ void CommitCycle::run_executor() {
             if (!r.live) continue;
             const ExecRecord& rec = batch.records[i];
             ExecFold* f = folds.data() + i * naggs;
-            bool kept = exec_->has_fast;
+            // (a value a fast-path aggregation cannot use is its dead letter only)
+            bool kept = exec_->has_fast && (r.rec.bad.empty() || path_.exec_fast_usable(r.rec.bad));
             for (std::size_t a = 0; a < naggs; ++a) {
                 if (verdicts[a].empty()) continue;
                 const Verdict& v = verdicts[a][i];
@@ -355,11 +356,14 @@ void CommitCycle::run_executor() {
                 first = false;
             }
             if (!kept) {
-                if (first) path_.exec_skip(rec);
+                if (!r.rec.bad.empty())
+                    path_.exec_bad_values(rec, r.rec.bad, first);
+                else if (first)
+                    path_.exec_skip(rec);
                 continue;
             }
             r.w = path_.exec_admit(rec, *r.rec.time, r.rec.key ? &*r.rec.key : nullptr,
-                                   r.rec.values.data(), f);
+                                   r.rec.values.data(), f, &r.rec.bad);
         }
 
         // Phase 4: each aggregation folds its records, as its owner.

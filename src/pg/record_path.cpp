@@ -165,6 +165,14 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
     ++staged_;
 }
 
+const kafka::BadValue* RecordPath::bad_of(const Aggregation& a,
+                                          const std::vector<kafka::BadValue>& bad) {
+    for (int idx : a.value_index)
+        for (const auto& b : bad)
+            if (idx >= 0 && b.index == static_cast<std::size_t>(idx)) return &b;
+    return nullptr;
+}
+
 // README "Views and tables", dead_letters: a value only some aggregations read and cannot use is a
 // dead letter of each of them (they skip the record as a whole); the others fold the record and
 // it moves the watermark. False when no aggregation can use it: a dead letter of the source, as
@@ -172,14 +180,8 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
 bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, const char* payload,
                               std::size_t len, Staged& st) {
     const auto& bad = st.record.bad;
-    auto bad_of = [&](const Aggregation& a) -> const kafka::BadValue* {
-        for (int idx : a.value_index)
-            for (const auto& b : bad)
-                if (idx >= 0 && b.index == static_cast<std::size_t>(idx)) return &b;
-        return nullptr;
-    };
     bool usable = false;
-    for (const auto& a : aggs_) usable |= bad_of(a) == nullptr;
+    for (const auto& a : aggs_) usable |= bad_of(a, bad) == nullptr;
     if (!usable) {
         dead_.push_back({tp, offset, kafka::to_string(bad.front().error), bad.front().detail,
                          storable_text(payload, len, kDeadLetterPayloadBytes)});
@@ -188,7 +190,7 @@ bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, cons
     st.skipping = true;
     st.skip.assign(aggs_.size(), 0);
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
-        const kafka::BadValue* b = bad_of(aggs_[i]);
+        const kafka::BadValue* b = bad_of(aggs_[i], bad);
         if (b == nullptr) continue;
         st.skip[i] = 1;
         dead_.push_back({tp, offset, kafka::to_string(b->error),

@@ -53,6 +53,7 @@ void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const
         return;
     }
     if (staged_ == staged_records_.size()) drain();
+    staged_records_[staged_].skipping = false;  // (the lane leaves bad values to PostgreSQL)
     switch (fast_record(staged_records_[staged_].record, now, reason, detail)) {
     case Verdict::Ask:
         queued(tp, offset);
@@ -102,6 +103,7 @@ RecordPath::Verdict RecordPath::fast_record(kafka::Decoded& d, core::Millis now,
     default: return Verdict::Ask;
     }
     d.values.assign(plan_->names.size(), core::Value::missing());
+    d.bad.clear();
     for (int c : value_cols_) {
         const kafka::FastValue v = fast(c);
         switch (v.kind) {
@@ -170,9 +172,16 @@ void RecordPath::resume(const SlowRecord& rec) {
             d.time = *rec.time;
             d.values = rec.values;
             d.values.resize(plan_->names.size(), core::Value::missing());
+            d.bad = rec.bad;
+            Staged& st = staged_records_[staged_];
+            st.skipping = false;
             if (check_record(d, b.now, reason, detail) == Verdict::Staged) {
-                stage(b.tp, b.now);
                 reason.clear();
+                // A value only some aggregations cannot use: their dead letters, as on the
+                // JSON-path route (judge_values; none can use it: a dead letter of the source).
+                if (d.bad.empty() ||
+                    judge_values(b.tp, b.offset, b.payload.data(), b.payload.size(), st))
+                    stage(b.tp, b.now);
             }
         }
     }
@@ -251,9 +260,26 @@ void RecordPath::exec_note(const ExecRecord& r, const std::string& reason,
                      storable_text(r.payload.data(), r.payload.size(), kDeadLetterPayloadBytes)});
 }
 
+bool RecordPath::exec_fast_usable(const std::vector<kafka::BadValue>& bad) const {
+    for (const auto& a : aggs_)
+        if (!a.executor && bad_of(a, bad) == nullptr) return true;
+    return false;
+}
+
+void RecordPath::exec_bad_values(const ExecRecord& r, const std::vector<kafka::BadValue>& bad,
+                                 bool whole) {
+    if (bad.empty()) return;
+    if (whole) return exec_dead(r, kafka::to_string(bad.front().error), bad.front().detail);
+    for (const auto& a : aggs_)
+        if (const kafka::BadValue* b = a.executor ? nullptr : bad_of(a, bad))
+            exec_note(r, kafka::to_string(b->error),
+                      "aggregation \"" + a.name + "\": " + b->detail);
+}
+
 std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Millis time,
                                                    const std::string* key,
-                                                   const core::Value* values, ExecFold* folds) {
+                                                   const core::Value* values, ExecFold* folds,
+                                                   const std::vector<kafka::BadValue>* bad) {
     // The checks every record meets (check_record), on the computed time and keys.
     kafka::Decoded& d = staged_records_[0].record;
     d.time = time;
@@ -263,8 +289,11 @@ std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Mi
         exec_dead(r, reason, detail);
         return std::nullopt;
     }
-    // A key too long for one executor aggregation is that aggregation's dead letter only.
-    bool kept = key != nullptr;
+    // A value a fast-path aggregation cannot use is its dead letter only (README "Views and
+    // tables", dead_letters), as a key too long for one executor aggregation is that one's.
+    const bool has_bad = bad != nullptr && !bad->empty();
+    bool kept = key != nullptr && (!has_bad || exec_fast_usable(*bad));
+    if (has_bad) exec_bad_values(r, *bad, false);
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         if (!aggs_[i].executor) continue;
         if (folds[i].fold && max_key_bytes_ != 0 && folds[i].key.size() > max_key_bytes_) {
@@ -286,7 +315,7 @@ std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Mi
     if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = r.now;
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         Aggregation& a = aggs_[i];
-        if (a.executor) continue;
+        if (a.executor || (has_bad && bad_of(a, *bad) != nullptr)) continue;
         const std::size_t naggs = a.value_index.size();
         a.values.resize(naggs);
         for (std::size_t k = 0; k < naggs; ++k)
@@ -307,8 +336,9 @@ void RecordPath::exec_fold(std::size_t aggregation, const ExecFold& fold, core::
 }
 
 void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
-                           const core::Value* values, ExecFold* folds) {
-    const std::optional<core::Millis> w = exec_admit(r, time, key, values, folds);
+                           const core::Value* values, ExecFold* folds,
+                           const std::vector<kafka::BadValue>* bad) {
+    const std::optional<core::Millis> w = exec_admit(r, time, key, values, folds, bad);
     if (w)
         for (std::size_t i = 0; i < aggs_.size(); ++i)
             if (aggs_[i].executor) exec_fold(i, folds[i], time, *w);

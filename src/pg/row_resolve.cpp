@@ -101,8 +101,9 @@ std::unique_ptr<CommitCycle::Row> CommitCycle::make_row(const SourceDef& source)
 CommitCycle::~CommitCycle() = default;
 
 // A converted row's key (when asked: fast-path aggregations key by it), event time and the
-// values fast-path aggregates read; a reason (time_out_of_range, value_out_of_range) when it
-// cannot be a record.
+// values fast-path aggregates read; a reason (bad_value) when it cannot be a record. A value
+// that converted but cannot be aggregated (value_out_of_range) is listed in rec.bad: a dead
+// letter of the aggregations reading it only (README "Columns", Conversion).
 void CommitCycle::decode_row(const Datum* values, const bool* nulls, bool want_key,
                              SlowRecord& rec) const {
     const RowType& rt = row_->type();
@@ -131,9 +132,9 @@ void CommitCycle::decode_row(const Datum* values, const bool* nulls, bool want_k
         if (nulls[c]) continue;
         std::string why;
         if (!engine_value(rt.column(c), values[c], rec.values[c], why)) {
-            rec.reason = "value_out_of_range";
-            rec.detail = why;
-            return;
+            rec.values[c] = core::Value::missing();
+            rec.bad.push_back(
+                {static_cast<std::size_t>(c), kafka::DecodeError::ValueOutOfRange, why});
         }
     }
 }

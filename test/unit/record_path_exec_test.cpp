@@ -205,3 +205,60 @@ TEST(RecordPathExec, EndOfPartitionWaitsForItsQueuedRecords) {
     // An end with nothing of its partition waiting takes effect at once.
     EXPECT_FALSE(p.end_of_partition(core::TopicPartition{0, 0}, 2, 6));
 }
+
+// Executor mode: a fast-path aggregation reading a value no aggregate can use gets the dead
+// letter (README "Views and tables", dead_letters); the executor's aggregations and the other
+// fast-path ones fold the record; none left: a dead letter of the source.
+TEST(RecordPathExec, BadValueIsADeadLetterOfTheFastAggregationReadingIt) {
+    auto ext = std::make_shared<Counting>();
+    RecordPathConfig c = config(ext);
+    c.aggregations.pop_back();
+    RecordPathConfig::Aggregation sum = c.aggregations[0];
+    sum.name = "sum";
+    sum.external = nullptr;
+    sum.aggregates = {{core::AggFn::Sum, "amount", "sum"}};
+    c.aggregations.push_back(sum);
+    RecordPathConfig::Aggregation counts = sum;
+    counts.name = "counts";
+    counts.aggregates = {{core::AggFn::CountStar, "", "count"}};
+    c.aggregations.push_back(counts);
+    RecordPath p(c);
+    feed(p, 0, R"({"user": "a", "ts": 1000, "amount": 5})");
+    feed(p, 1, R"({"user": "a", "ts": 2000, "amount": 6})");
+    const pg::ExecBatch& b = p.take_exec_batch();
+    ASSERT_EQ(b.records.size(), 2u);
+    const int one = 1;
+    const std::string key = "a";
+    std::vector<core::Value> values(9, core::Value::missing());
+    const std::vector<kafka::BadValue> bad = {
+        {2, kafka::DecodeError::ValueOutOfRange, "column \"amount\" (numeric) = NaN"}};
+    EXPECT_TRUE(p.exec_fast_usable(bad));  // counts does not read amount
+    std::vector<ExecFold> folds(3);
+    folds[0] = {true, false, "a", &one};
+    p.exec_feed(b.records[0], 1000, &key, values.data(), folds.data(), &bad);
+    values[2] = core::Value::of_int(6);
+    folds[0] = {true, false, "a", &one};
+    p.exec_feed(b.records[1], 2000, &key, values.data(), folds.data());
+    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    ASSERT_EQ(snap.dead.size(), 1u);
+    EXPECT_EQ(snap.dead[0].offset, 0);
+    EXPECT_EQ(snap.dead[0].reason, "value_out_of_range");
+    EXPECT_EQ(snap.dead[0].detail, "aggregation \"sum\": column \"amount\" (numeric) = NaN");
+    EXPECT_EQ(snap.records, 2);
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 2);  // ext
+    EXPECT_EQ(snap.aggs[1].stats.records_in, 1);  // sum
+    EXPECT_EQ(snap.aggs[2].stats.records_in, 2);  // counts
+
+    // Only the sum on the fast path, the executor's aggregation dead: the source's dead letter.
+    RecordPathConfig c2 = c;
+    c2.aggregations.pop_back();
+    RecordPath q(c2);
+    feed(q, 0, R"({"user": "a", "ts": 1000, "amount": 5})");
+    const pg::ExecBatch& b2 = q.take_exec_batch();
+    EXPECT_FALSE(q.exec_fast_usable(bad));
+    q.exec_bad_values(b2.records[0], bad, true);
+    const pg::CommitSnapshot snap2 = q.take_snapshot(0);
+    ASSERT_EQ(snap2.dead.size(), 1u);
+    EXPECT_EQ(snap2.dead[0].detail, "column \"amount\" (numeric) = NaN");
+    EXPECT_EQ(snap2.records, 1);
+}

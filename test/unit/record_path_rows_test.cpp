@@ -145,3 +145,55 @@ TEST(RecordPathRows, EndOfPartitionWaitsForBlockedRecords) {
     EXPECT_EQ(snap.aggs[0].stats.records_in, 2);
     EXPECT_EQ(snap.aggs[0].stats.dropped_late_window, 0);
 }
+
+// README "Views and tables", dead_letters: a value PostgreSQL converted but no aggregate can use
+// (value_out_of_range) is a dead letter of the aggregations reading it only; the others fold the
+// record. When every aggregation reads it, the record is a dead letter of the source.
+TEST(RecordPathRows, BadValueIsADeadLetterOfTheAggregationsReadingIt) {
+    RecordPathConfig c = config();
+    RecordPathConfig::Aggregation counts = c.aggregations[0];
+    counts.name = "counts";
+    counts.aggregates = {{core::AggFn::CountStar, "", "count"}};
+    c.aggregations.push_back(counts);
+    RecordPath p(c);
+    const std::string why = "column \"amount\" (numeric) = NaN: NaN and infinities are not "
+                            "aggregated";
+    auto resume_bad = [&] {
+        SlowRecord rec;
+        rec.key = "a";
+        rec.time = 1796032802000;
+        rec.values.assign(9, core::Value::missing());
+        rec.bad.push_back({2, kafka::DecodeError::ValueOutOfRange, why});
+        p.resume(rec);
+    };
+    feed(p, 0, R"({"user": "a", "ts": "2026-11-30 10:00:02", "amount": 1})");
+    ASSERT_TRUE(p.blocked());
+    resume_bad();
+    feed(p, 1, R"({"user": "a", "ts": "2026-11-30T10:00:03Z", "amount": 4})");  // fast lane
+    EXPECT_FALSE(p.blocked());
+    EXPECT_EQ(p.records_since_commit(), 2);
+    pg::CommitSnapshot snap = p.take_snapshot(0);
+    ASSERT_EQ(snap.dead.size(), 1u);
+    EXPECT_EQ(snap.dead[0].offset, 0);
+    EXPECT_EQ(snap.dead[0].reason, "value_out_of_range");
+    EXPECT_EQ(snap.dead[0].detail, "aggregation \"per_minute\": " + why);
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 1);  // per_minute: record 1 only
+    EXPECT_EQ(snap.aggs[1].stats.records_in, 2);  // counts: both
+
+    RecordPath only(config());  // its one aggregation reads amount
+    const std::string payload = R"({"user": "a", "ts": "2026-11-30 10:00:02", "amount": 1})";
+    only.process(0, 0, 0, payload.data(), payload.size(), "k", 1, 1000, core::kNoTime);
+    ASSERT_TRUE(only.blocked());
+    SlowRecord rec;
+    rec.key = "a";
+    rec.time = 1796032802000;
+    rec.values.assign(9, core::Value::missing());
+    rec.bad.push_back({2, kafka::DecodeError::ValueOutOfRange, why});
+    only.resume(rec);
+    snap = only.take_snapshot(0);
+    ASSERT_EQ(snap.dead.size(), 1u);
+    EXPECT_EQ(snap.dead[0].reason, "value_out_of_range");
+    EXPECT_EQ(snap.dead[0].detail, why);
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 0);
+    EXPECT_EQ(snap.records, 1);
+}

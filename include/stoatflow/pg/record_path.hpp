@@ -73,7 +73,11 @@ struct SlowRecord {
     std::string detail;              // ... with this detail
     std::optional<std::string> key;  // nullopt: NULL
     std::optional<core::Millis> time;  // nullopt: NULL
-    std::vector<core::Value> values;   // per column; Missing for NULL and unread columns
+    std::vector<core::Value> values;   // per column; Missing for NULL, unread and bad columns
+    // Values that converted but no aggregate can use (value_out_of_range; index: the column):
+    // dead letters of the aggregations reading them only (README "Views and tables",
+    // dead_letters); the record is one of the source when every aggregation reads one.
+    std::vector<kafka::BadValue> bad;
 };
 
 // What a record path is built from (the catalog's source and aggregations, as plain values).
@@ -172,18 +176,28 @@ public:
     // limit, the fast-path key's length: dead letters), then counted, the watermark observed, and
     // every fast-path aggregation folds it with `key` and `values` (per column, as
     // SlowRecord::values). An executor aggregation whose key is too long gets a dead letter of its
-    // own (its folds[i].fold is cleared). Returns the watermark the executor aggregations fold the
-    // record with (exec_fold), or nothing when the record is a dead letter as a whole.
+    // own (its folds[i].fold is cleared), and so does a fast-path aggregation reading one of
+    // `bad` (SlowRecord::bad; it does not fold the record). Returns the watermark the executor
+    // aggregations fold the record with (exec_fold), or nothing when the record is a dead letter
+    // as a whole.
     std::optional<core::Millis> exec_admit(const ExecRecord& r, core::Millis time,
                                            const std::string* key, const core::Value* values,
-                                           ExecFold* folds);
+                                           ExecFold* folds,
+                                           const std::vector<kafka::BadValue>* bad = nullptr);
+    // Some fast-path aggregation reads none of `bad` (it can fold the record).
+    bool exec_fast_usable(const std::vector<kafka::BadValue>& bad) const;
+    // A record no aggregation can use, `bad` among the reasons: with `whole`, a dead letter of
+    // the source for its first bad value (as exec_dead); else (the record already is one) each
+    // fast-path aggregation reading a bad value notes its own.
+    void exec_bad_values(const ExecRecord& r, const std::vector<kafka::BadValue>& bad, bool whole);
     // An executor aggregation folds an admitted record (or counts it filtered), with the watermark
     // exec_admit gave. Each aggregation takes its records in order; aggregations are independent.
     void exec_fold(std::size_t aggregation, const ExecFold& fold, core::Millis time,
                    core::Millis watermark);
     // Both for one record (exec_admit, then exec_fold of every executor aggregation).
     void exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
-                   const core::Value* values, ExecFold* folds);
+                   const core::Value* values, ExecFold* folds,
+                   const std::vector<kafka::BadValue>* bad = nullptr);
 
     // Wall clock tick: idle partitions may release the watermark.
     void tick(core::Millis now);
@@ -321,6 +335,9 @@ private:
     };
     bool judge_values(core::TopicPartition tp, std::int64_t offset, const char* payload,
                       std::size_t len, Staged& st);
+    // The first of `bad` an aggregation's aggregates read (nullptr: none).
+    static const kafka::BadValue* bad_of(const Aggregation& a,
+                                         const std::vector<kafka::BadValue>& bad);
     std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
     std::size_t staged_ = 0;
     std::vector<std::string> topics_;
