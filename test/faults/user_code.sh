@@ -140,6 +140,34 @@ sql "SELECT stoatflow.wait_caught_up('$SOURCE', '60 seconds')" >/dev/null
 total=$(awk -F'"v":' '{ split($2, a, "}"); s += a[1] } END { print s }' "$WORK"/p*.jsonl)
 [ "$(sql "SELECT sum(total) FROM sibling")" = "$total" ] || fail "the sibling's sum is not $total"
 [ "$(sql "SELECT sum(n) FROM sibling")" = "$produced" ] || fail "the sibling did not count $produced"
+
+# A sink trigger that loops (the owner's code too, in its sandbox, not bounded by the timeout):
+# a fast shutdown still ends within seconds, and a cancel lets its owner drop the trigger.
+psql_try <<'EOF' >/dev/null || { cat "$WORK/psql.err" >&2; fail "trigger setup failed"; }
+CREATE FUNCTION public.stuck() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN LOOP END LOOP; END $$;
+CREATE TRIGGER stuck BEFORE INSERT OR UPDATE ON sibling FOR EACH ROW EXECUTE FUNCTION public.stuck();
+EOF
+before=$(sibling_n)
+produce 1 2
+sleep 3
+[ "$(sibling_n)" = "$before" ] || fail "the sibling's looping trigger did not hold its write"
+t0=$(date +%s)
+timeout $((END_LIMIT + 5)) "${RUN_AS[@]}" "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w -t "$END_LIMIT" stop \
+    >"$WORK/pg_ctl.out" 2>&1 || { cat "$WORK/pg_ctl.out" >&2; fail "fast shutdown with a looping sink trigger did not finish in ${END_LIMIT}s"; }
+log "fast shutdown with a looping sink trigger: $(($(date +%s) - t0))s"
+pg_start
+wait_worker ""
+sleep 2
+psql_try -c "DROP TRIGGER stuck ON sibling" >/dev/null 2>&1 &
+dropper=$!
+sleep 1
+sql "SELECT pg_cancel_backend($WORKER_PID)" >/dev/null
+wait "$dropper" || fail "DROP TRIGGER did not get through after a cancel"
+sql "SELECT stoatflow.wait_caught_up('$SOURCE', '60 seconds')" >/dev/null
+total=$(awk -F'"v":' '{ split($2, a, "}"); s += a[1] } END { print s }' "$WORK"/p*.jsonl)
+[ "$(sql "SELECT sum(total) FROM sibling")" = "$total" ] || fail "the sibling's sum is not $total after the trigger"
+[ "$(sql "SELECT sum(n) FROM sibling")" = "$produced" ] || fail "the sibling did not count $produced after the trigger"
+log "looping sink trigger: cancelled, dropped, the sibling exact"
 check_log
 log "RESULT records=$produced fresh_limit=${FRESH_LIMIT}s match=yes"
 faults_pass
