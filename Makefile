@@ -1,5 +1,5 @@
-# PGXS build of the stoatflow extension (C++17): the PostgreSQL layer (src/pg) and the pure core
-# (src/core) linked into one stoatflow.so; `make installcheck` runs the pg_regress suite.
+# PGXS build of the stoatflow extension (C++17): the PostgreSQL layer (src/pg) and the pure rooms
+# (src/core, src/format, src/kafka, src/flow) in one stoatflow.so; `make installcheck` runs pg_regress.
 
 EXTENSION = stoatflow
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" stoatflow.control)
@@ -8,13 +8,13 @@ MODULE_big = stoatflow
 # apart (test/check_schedule.sh ignores them).
 DATA = $(sort $(wildcard sql/stoatflow--*.sql) sql/stoatflow--$(EXTVERSION).sql)
 
-PG_SRCS = $(wildcard src/pg/*.cpp)
-CORE_SRCS = $(wildcard src/core/*.cpp)
-# The Kafka layer linked into the extension (the mock broker is a program of its own).
-KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp \
-	src/kafka/row_extractor.cpp src/kafka/raw_row.cpp src/kafka/fast_convert.cpp \
-	src/kafka/topics.cpp
-OBJS = $(PG_SRCS:.cpp=.o) $(CORE_SRCS:.cpp=.o) $(KAFKA_SRCS:.cpp=.o)
+# The rooms of the house (src/README.md): the pure ones never see a PostgreSQL header.
+PURE_ROOMS = core format kafka flow
+room_srcs = $(wildcard src/$(1)/*.cpp src/$(1)/*/*.cpp src/$(1)/*/*/*.cpp)
+# The mock broker is a program of its own (CMakeLists.txt), not part of the extension.
+PURE_SRCS = $(filter-out src/kafka/mock_broker.cpp,$(foreach r,$(PURE_ROOMS),$(call room_srcs,$(r))))
+PG_SRCS = $(call room_srcs,pg)
+OBJS = $(PG_SRCS:.cpp=.o) $(PURE_SRCS:.cpp=.o)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -28,14 +28,12 @@ PG_CPPFLAGS = -Iinclude -isystem $(PG_INCLUDEDIR_SERVER) -isystem $(PG_INCLUDEDI
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -fPIC -MMD -MP
 SHLIB_LINK = -lstdc++ -lrdkafka -lsimdjson
 
-# The core is compiled without any PostgreSQL include directory: a core file that reaches for
-# postgres.h fails to build here, not just in review.
-CORE_CPPFLAGS = -Iinclude -D_GNU_SOURCE
-src/core/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
-src/kafka/%.o: override CPPFLAGS = $(CORE_CPPFLAGS)
-# The record path — the only object the worker's consume thread touches — is built the same
-# way: PostgreSQL stays out of the thread because it is out of reach of the compiler.
-src/pg/record_path.o src/pg/record_path_rows.o src/pg/key_text.o: override CPPFLAGS = $(CORE_CPPFLAGS)
+# The pure rooms are compiled without any PostgreSQL include directory: a file there that reaches
+# for postgres.h fails to build here, not just in review (test/check_purity.sh says the same in
+# review). The record path in src/flow is what the worker's consume thread runs: PostgreSQL stays
+# out of that thread because it is out of reach of the compiler.
+PURE_CPPFLAGS = -Iinclude -D_GNU_SOURCE
+$(PURE_SRCS:.cpp=.o): override CPPFLAGS = $(PURE_CPPFLAGS)
 
 # PGXS would also emit LLVM bitcode for JIT inlining, with clang and C flags; not worth it for C++.
 override with_llvm = no

@@ -3,7 +3,7 @@
 // Workloads follow issue 5: ~100-byte events, 100k keys, event times over one hour.
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
-#include "stoatflow/kafka/json_decoder.hpp"
+#include "stoatflow/format/json_decoder.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -60,20 +60,21 @@ void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, st
     for (auto& a : aggs) paths.push_back(a.field);
     std::size_t emitted = 0, state_rows = 0, resident = 0;
     for (auto _ : state) {
-        kafka::JsonDecoder decoder({"user_id", "ts", paths});
+        format::JsonDecoder decoder({"user_id", "ts", paths});
         Watermark wm(10000);
         WindowedAggregation agg(spec, aggs, EmitStrategy::OnWindowUpdate, kNoTime);
         CommitOutput out;
         // As the worker does: decode a batch, then hand it to the engine in one call.
         constexpr std::size_t kBatch = 256;
-        std::vector<kafka::Decoded> batch(kBatch);
+        std::vector<format::Decoded> batch(kBatch);
         std::vector<WindowedAggregation::RecordRef> refs(kBatch);
         std::size_t filled = 0;
         for (std::size_t i = 0; i < msgs.count(); ++i) {
             const char* p = msgs.data.data() + msgs.offsets[i];
             const std::size_t len = msgs.offsets[i + 1] - msgs.offsets[i];
-            kafka::Decoded& d = batch[filled];
-            if (decoder.decode(p, len, nullptr, 0, kNoTime, kNoTime, d) != kafka::DecodeError::None)
+            format::Decoded& d = batch[filled];
+            if (decoder.decode(p, len, nullptr, 0, kNoTime, kNoTime, d) !=
+                format::DecodeError::None)
                 std::abort();
             refs[filled] = {d.key, d.time, d.values.data(), wm.observe(0, d.time)};
             if (++filled == kBatch || i + 1 == msgs.count()) {
@@ -120,8 +121,8 @@ std::vector<AggSpec> count_sum() {
 void decode_only(benchmark::State& state) {
     const Messages& msgs = messages(scaled(2000000), 1000000);
     for (auto _ : state) {
-        kafka::JsonDecoder decoder({"user_id", "ts", {"", "amount", "amount"}});
-        kafka::Decoded d;
+        format::JsonDecoder decoder({"user_id", "ts", {"", "amount", "amount"}});
+        format::Decoded d;
         for (std::size_t i = 0; i < msgs.count(); ++i) {
             const char* p = msgs.data.data() + msgs.offsets[i];
             decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, kNoTime,

@@ -2,9 +2,9 @@
 // the server settings, and stoatflow.version().
 #include <climits>
 
-#include "stoatflow/pg/guard.hpp"
+#include "stoatflow/pg/border/guard.hpp"
 #include "stoatflow/pg/settings.hpp"
-#include "stoatflow/pg/worker.hpp"
+#include "stoatflow/pg/worker/worker.hpp"
 
 extern "C" {
 #include "miscadmin.h"

@@ -12,7 +12,7 @@
 # partitions is late when it arrives).
 #
 # The source worker asks for the partition count every 10 s and, when it grew, commits and
-# starts over with every partition assigned (src/pg/source_worker.cpp partitions_added); an added
+# starts over with every partition assigned (src/pg/worker/source_worker/source_worker.cpp partitions_added); an added
 # partition is read from its start. (Before that fix the records of partitions 2-3 waited for a restart.)
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh

@@ -8,7 +8,7 @@
 // exact, longer ones and numbers beyond the double range are value_out_of_range) the decoder
 // must say invalid_json. parse_iso8601 results must survive a format/parse round trip.
 #include "stoatflow/core/time.hpp"
-#include "stoatflow/kafka/json_decoder.hpp"
+#include "stoatflow/format/json_decoder.hpp"
 
 #include <simdjson.h>
 
@@ -23,7 +23,7 @@
 #include <vector>
 
 using namespace stoatflow;
-using stoatflow::kafka::DecodeError;
+using stoatflow::format::DecodeError;
 
 namespace {
 
@@ -86,7 +86,7 @@ void check_value(simdjson::dom::element root, std::string_view path, const core:
 }
 
 void check_against_dom(const std::uint8_t* data, std::size_t size, DecodeError got,
-                       const kafka::Decoded& out) {
+                       const format::Decoded& out) {
     static simdjson::dom::parser dom;
     simdjson::dom::element root;
     const simdjson::error_code err = dom.parse(data, size).get(root);
@@ -115,7 +115,7 @@ void check_against_dom(const std::uint8_t* data, std::size_t size, DecodeError g
     else if (!e.get_double().get(d))
         FUZZ_CHECK(out.time == static_cast<core::Millis>(std::floor(d)));
     else if (!e.get_string().get(s))
-        FUZZ_CHECK(kafka::parse_iso8601(s, t) && out.time == t);
+        FUZZ_CHECK(format::parse_iso8601(s, t) && out.time == t);
     else
         FUZZ_CHECK(false);
 
@@ -125,7 +125,7 @@ void check_against_dom(const std::uint8_t* data, std::size_t size, DecodeError g
 
 void check_iso8601(std::string_view s) {
     core::Millis ms = 0;
-    if (!kafka::parse_iso8601(s, ms)) return;
+    if (!format::parse_iso8601(s, ms)) return;
     // Year 0000 minus an offset up to year 9999 plus one: the widest a valid string can reach.
     FUZZ_CHECK(ms >= -62167219200000 - 86400000 && ms <= 253402300800000 + 86400000);
     const std::time_t secs = static_cast<std::time_t>(core::floor_div(ms, 1000));
@@ -138,17 +138,17 @@ void check_iso8601(std::string_view s) {
                   tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                   static_cast<int>(ms - core::floor_div(ms, 1000) * 1000));
     core::Millis again = 0;
-    FUZZ_CHECK(kafka::parse_iso8601(text, again));
+    FUZZ_CHECK(format::parse_iso8601(text, again));
     FUZZ_CHECK(again == ms);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    static kafka::JsonDecoder nested(kafka::DecoderConfig{"user.id", "ts", {"amount", "m.v"}});
-    static kafka::JsonDecoder from_kafka(kafka::DecoderConfig{"", "", {"", "amount"}});
-    static kafka::JsonDecoder limited([] {
-        kafka::DecoderConfig c{"user.id", "ts", {"amount", "m.v"}};
+    static format::JsonDecoder nested(format::DecoderConfig{"user.id", "ts", {"amount", "m.v"}});
+    static format::JsonDecoder from_kafka(format::DecoderConfig{"", "", {"", "amount"}});
+    static format::JsonDecoder limited([] {
+        format::DecoderConfig c{"user.id", "ts", {"amount", "m.v"}};
         c.max_key_bytes = 16;
         c.future_limit = 1000;
         return c;
@@ -164,8 +164,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     core::Millis now = core::kNoTime;
     if (size >= 16 && size % 3 != 0) std::memcpy(&now, data + 8, sizeof now);
 
-    kafka::Decoded out;
-    for (kafka::JsonDecoder* dec : {&nested, &from_kafka, &limited}) {
+    format::Decoded out;
+    for (format::JsonDecoder* dec : {&nested, &from_kafka, &limited}) {
         const DecodeError e = dec->decode(payload, size, key, key_len, kafka_ts, now, out);
         const std::string& detail = dec->detail();
         FUZZ_CHECK(to_string(e) != nullptr);

@@ -20,7 +20,7 @@ simdjson_flags=$(pkg-config --cflags --libs simdjson 2>/dev/null ||
 # shellcheck disable=SC2086
 "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -DSIMDJSON_DEVELOPMENT_CHECKS=1 -I"$root/include" \
-    "$here/json_decoder_fuzz.cpp" "$root/src/kafka/json_decoder.cpp" \
+    "$here/json_decoder_fuzz.cpp" "$root/src/format/json_decoder.cpp" \
     "$root/src/core/aggregate.cpp" \
     $simdjson_flags -o "$out/json_decoder_fuzz"
 

@@ -1,13 +1,13 @@
 // The fast lane of column conversion: what it claims and what it leaves to PostgreSQL. The
 // proof that its claims equal PostgreSQL's input functions is the corpus in sql/row_type.sql;
 // these pin the lane's own rules.
-#include "stoatflow/kafka/fast_convert.hpp"
+#include "stoatflow/format/fast_convert.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-using namespace stoatflow::kafka;
+using namespace stoatflow::format;
 
 namespace {
 
@@ -110,8 +110,8 @@ TEST(FastConvert, ValidWithoutConverting) {
 // README "Columns", Conversion: the words PostgreSQL's date/time input reads from the clock,
 // in any case and anywhere in the text; fixed special values and ordinary times are not.
 TEST(FastConvert, ClockDependentTimes) {
-    using stoatflow::kafka::clock_dependent_time;
-    using stoatflow::kafka::is_infinity_text;
+    using stoatflow::format::clock_dependent_time;
+    using stoatflow::format::is_infinity_text;
     for (const char* t : {"now", "NOW", " Now ", "today", "today 10:00", "10:00 TODAY", "tomorrow",
                           "yesterday", "yesterday 23:59:59+02", "now UTC"})
         EXPECT_NE(clock_dependent_time(t), nullptr) << t;

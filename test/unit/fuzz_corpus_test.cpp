@@ -1,7 +1,7 @@
 // Replays the fuzz corpus (test/fuzz/corpus) through the JSON decoder in every ctest run, so
 // the inputs the fuzzer once found keep being decoded in CI even where libFuzzer is not built.
 #include "stoatflow/core/time.hpp"
-#include "stoatflow/kafka/json_decoder.hpp"
+#include "stoatflow/format/json_decoder.hpp"
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -20,7 +20,7 @@
 #endif
 
 using namespace stoatflow;
-using kafka::DecodeError;
+using format::DecodeError;
 
 namespace {
 
@@ -40,8 +40,8 @@ bool clean_text(const std::string& s) {
            simdjson::validate_utf8(s.data(), s.size());
 }
 
-kafka::DecoderConfig limited() {
-    kafka::DecoderConfig c{"user.id", "ts", {"amount", "m.v"}};
+format::DecoderConfig limited() {
+    format::DecoderConfig c{"user.id", "ts", {"amount", "m.v"}};
     c.max_key_bytes = 3;
     c.future_limit = 0;
     return c;
@@ -53,16 +53,16 @@ TEST(FuzzCorpus, EveryFileDecodesToASaneVerdict) {
     const auto files = corpus();
     ASSERT_GE(files.size(), 19u) << STOATFLOW_FUZZ_CORPUS;
     ASSERT_TRUE(files.count("regression_long_mantissa.json"));  // the simdjson get_double bug
-    kafka::JsonDecoder nested({"user.id", "ts", {"amount", "m.v"}});
-    kafka::JsonDecoder from_kafka({"", "", {"", "amount"}});
-    kafka::JsonDecoder limits(limited());
+    format::JsonDecoder nested({"user.id", "ts", {"amount", "m.v"}});
+    format::JsonDecoder from_kafka({"", "", {"", "amount"}});
+    format::JsonDecoder limits(limited());
     const core::Millis now = 1732960800000;  // record_basic's own time
     for (const auto& [name, bytes] : files) {
         SCOPED_TRACE(name);
-        for (kafka::JsonDecoder* dec : {&nested, &from_kafka, &limits}) {
+        for (format::JsonDecoder* dec : {&nested, &from_kafka, &limits}) {
             for (const char* key : {static_cast<const char*>(nullptr), "kafka-key"}) {
                 for (core::Millis kafka_ts : {core::kNoTime, core::Millis{0}, now + 1}) {
-                    kafka::Decoded out;
+                    format::Decoded out;
                     const std::size_t key_len = key ? std::strlen(key) : 0;
                     const DecodeError e =
                         dec->decode(bytes.data(), bytes.size(), key, key_len, kafka_ts, now, out);
@@ -85,8 +85,8 @@ TEST(FuzzCorpus, EveryFileDecodesToASaneVerdict) {
         }
     }
     // A few verdicts pinned, so a decoder that says "ok" to everything is noticed too.
-    auto verdict = [&](kafka::JsonDecoder& dec, const std::string& name) {
-        kafka::Decoded out;
+    auto verdict = [&](format::JsonDecoder& dec, const std::string& name) {
+        format::Decoded out;
         const std::string& b = files.at(name);
         return std::string(
             to_string(dec.decode(b.data(), b.size(), nullptr, 0, core::kNoTime, now, out)));
@@ -98,7 +98,7 @@ TEST(FuzzCorpus, EveryFileDecodesToASaneVerdict) {
     EXPECT_EQ(verdict(nested, "invalid_utf8.json"), "invalid_json");
     EXPECT_EQ(verdict(nested, "key_nul_escape.json"), "invalid_text");
     EXPECT_EQ(verdict(limits, "record_basic.json"), "key_too_long");
-    kafka::Decoded out;
+    format::Decoded out;
     const std::string& m = files.at("regression_long_mantissa.json");
     ASSERT_EQ(nested.decode(m.data(), m.size(), nullptr, 0, core::kNoTime, now, out),
               DecodeError::None);

@@ -1,6 +1,6 @@
 // The JSON record decoder, table style: a Kafka message in (payload, key, timestamp), the
 // decoded key, event time and values out, or the dead-letter reason. Then parse_iso8601.
-#include "stoatflow/kafka/json_decoder.hpp"
+#include "stoatflow/format/json_decoder.hpp"
 
 #include "stoatflow/core/error.hpp"
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-using namespace stoatflow::kafka;
+using namespace stoatflow::format;
 using stoatflow::Error;
 using stoatflow::core::kMaxEventTime;
 using stoatflow::core::kMinEventTime;

@@ -1,6 +1,6 @@
 // A window's key as text (pg/key_text.hpp): several columns' texts survive the JSON array
 // round trip whatever they hold, and anything encode_key does not write is refused.
-#include "stoatflow/pg/key_text.hpp"
+#include "stoatflow/flow/key_text.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-using namespace stoatflow::pg;
+using namespace stoatflow::flow;
 
 namespace {
 std::string encode(const std::vector<std::string>& parts) {

@@ -3,7 +3,7 @@
 // (or makes it a dead letter) in order. Nothing is counted, positioned or windowed before the
 // main thread fed it; filtered records count for the watermark, not for the window; a dead
 // letter of one aggregation leaves the others their record.
-#include "stoatflow/pg/record_path.hpp"
+#include "stoatflow/flow/record_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,10 +14,10 @@
 namespace {
 
 using namespace stoatflow;
-using kafka::FastType;
-using pg::ExecFold;
-using pg::RecordPath;
-using pg::RecordPathConfig;
+using flow::ExecFold;
+using flow::RecordPath;
+using flow::RecordPathConfig;
+using format::FastType;
 
 // An external aggregate that counts the rows handed to add: a state is an int.
 class Counting final : public core::ExternalAggregates {
@@ -47,7 +47,7 @@ RecordPathConfig config(std::shared_ptr<core::ExternalAggregates> ext) {
     RecordPathConfig c;
     c.executor = true;
     c.topics = {"t"};
-    pg::RowPlan plan;
+    flow::RowPlan plan;
     plan.names = {"user",         "ts",
                   "amount",       "kafka_key",
                   "kafka_topic",  "kafka_partition",
@@ -92,7 +92,7 @@ TEST(RecordPathExec, ExtractsThenFeedsInOrder) {
     EXPECT_TRUE(p.next_offsets().empty());
     EXPECT_FALSE(p.note_end_of_partition(core::TopicPartition{0, 0}, 4));
 
-    const pg::ExecBatch& b = p.take_exec_batch();
+    const flow::ExecBatch& b = p.take_exec_batch();
     EXPECT_EQ(p.exec_waiting(), 0u);
     ASSERT_EQ(b.records.size(), 4u);
     EXPECT_TRUE(b.records[0].reason.empty());
@@ -120,7 +120,7 @@ TEST(RecordPathExec, ExtractsThenFeedsInOrder) {
 
     EXPECT_EQ(p.records_since_commit(), 4);
     EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 0}), 4);
-    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
     EXPECT_EQ(snap.watermark, 70000);
     ASSERT_EQ(snap.dead.size(), 2u);
     EXPECT_EQ(snap.dead[0].offset, 1);
@@ -146,11 +146,11 @@ TEST(RecordPathExec, TimeChecksMakeDeadLetters) {
     auto ext = std::make_shared<Counting>();
     RecordPath p(config(ext));
     feed(p, 0, R"({"user": "a", "ts": 1000})");
-    const pg::ExecBatch& b = p.take_exec_batch();
+    const flow::ExecBatch& b = p.take_exec_batch();
     const int one = 1;
     std::vector<ExecFold> folds(2, ExecFold{true, false, "a", &one});
     p.exec_feed(b.records[0], core::kMaxEventTime + 1, nullptr, nullptr, folds.data());
-    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 1u);
     EXPECT_EQ(snap.dead[0].reason, "time_out_of_range");
     EXPECT_EQ(snap.records, 1);
@@ -181,7 +181,7 @@ TEST(RecordPathExec, EndOfPartitionWaitsForItsQueuedRecords) {
     EXPECT_FALSE(p.end_of_partition(core::TopicPartition{0, 1}, 2, 5));
     EXPECT_EQ(p.watermark().current(), core::kNoTime);
 
-    const pg::ExecBatch& b = p.take_exec_batch();
+    const flow::ExecBatch& b = p.take_exec_batch();
     ASSERT_EQ(b.records.size(), 4u);
     const int one = 1;
     std::vector<ExecFold> folds(2, ExecFold{true, false, "a", &one});
@@ -196,7 +196,7 @@ TEST(RecordPathExec, EndOfPartitionWaitsForItsQueuedRecords) {
     // Both ends took effect: positions at the ends, W the minimum over the partitions.
     EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 0}), 2);
     EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 1}), 2);
-    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
     EXPECT_EQ(snap.watermark, 70'000);
     for (std::size_t i = 0; i < 2; ++i) {
         EXPECT_EQ(snap.aggs[i].stats.dropped_late_window, 0) << i;
@@ -225,13 +225,13 @@ TEST(RecordPathExec, BadValueIsADeadLetterOfTheFastAggregationReadingIt) {
     RecordPath p(c);
     feed(p, 0, R"({"user": "a", "ts": 1000, "amount": 5})");
     feed(p, 1, R"({"user": "a", "ts": 2000, "amount": 6})");
-    const pg::ExecBatch& b = p.take_exec_batch();
+    const flow::ExecBatch& b = p.take_exec_batch();
     ASSERT_EQ(b.records.size(), 2u);
     const int one = 1;
     const std::string key = "a";
     std::vector<core::Value> values(9, core::Value::missing());
-    const std::vector<kafka::BadValue> bad = {
-        {2, kafka::DecodeError::ValueOutOfRange, "column \"amount\" (numeric) = NaN"}};
+    const std::vector<format::BadValue> bad = {
+        {2, format::DecodeError::ValueOutOfRange, "column \"amount\" (numeric) = NaN"}};
     EXPECT_TRUE(p.exec_fast_usable(bad));  // counts does not read amount
     std::vector<ExecFold> folds(3);
     folds[0] = {true, false, "a", &one};
@@ -239,7 +239,7 @@ TEST(RecordPathExec, BadValueIsADeadLetterOfTheFastAggregationReadingIt) {
     values[2] = core::Value::of_int(6);
     folds[0] = {true, false, "a", &one};
     p.exec_feed(b.records[1], 2000, &key, values.data(), folds.data());
-    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 1u);
     EXPECT_EQ(snap.dead[0].offset, 0);
     EXPECT_EQ(snap.dead[0].reason, "value_out_of_range");
@@ -254,10 +254,10 @@ TEST(RecordPathExec, BadValueIsADeadLetterOfTheFastAggregationReadingIt) {
     c2.aggregations.pop_back();
     RecordPath q(c2);
     feed(q, 0, R"({"user": "a", "ts": 1000, "amount": 5})");
-    const pg::ExecBatch& b2 = q.take_exec_batch();
+    const flow::ExecBatch& b2 = q.take_exec_batch();
     EXPECT_FALSE(q.exec_fast_usable(bad));
     q.exec_bad_values(b2.records[0], bad, true);
-    const pg::CommitSnapshot snap2 = q.take_snapshot(0);
+    const flow::CommitSnapshot snap2 = q.take_snapshot(0);
     ASSERT_EQ(snap2.dead.size(), 1u);
     EXPECT_EQ(snap2.dead[0].detail, "column \"amount\" (numeric) = NaN");
     EXPECT_EQ(snap2.records, 1);

@@ -1,7 +1,7 @@
 // The record path with a row type: the fast lane stages what it can; a record it leaves to
 // PostgreSQL blocks the path, the records behind it wait in order (not counted, offsets not
 // moved), and resume() lets them through; NULL keys and bad values are dead letters.
-#include "stoatflow/pg/record_path.hpp"
+#include "stoatflow/flow/record_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,15 +11,15 @@
 namespace {
 
 using namespace stoatflow;
-using kafka::FastType;
-using pg::RecordPath;
-using pg::RecordPathConfig;
-using pg::SlowRecord;
+using flow::RecordPath;
+using flow::RecordPathConfig;
+using flow::SlowRecord;
+using format::FastType;
 
 RecordPathConfig config() {
     RecordPathConfig c;
     c.topics = {"t"};
-    pg::RowPlan plan;
+    flow::RowPlan plan;
     plan.names = {"user",         "ts",
                   "amount",       "kafka_key",
                   "kafka_topic",  "kafka_partition",
@@ -81,7 +81,7 @@ TEST(RecordPathRows, BlocksInOrderAndResumes) {
     EXPECT_EQ(p.records_since_commit(), 5);
     EXPECT_EQ(p.next_offsets().at(core::TopicPartition{0, 0}), 5);
 
-    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 2u);
     EXPECT_EQ(snap.dead[0].offset, 3);
     EXPECT_EQ(snap.dead[0].reason, "missing_key");
@@ -102,7 +102,7 @@ TEST(RecordPathRows, MetadataAndInvalidRecords) {
     p.process(0, 0, 2, payload.data(), payload.size(), bad_key.data(), 1, 1000, core::kNoTime);
     p.process(0, 0, 3, payload.data(), payload.size(), nullptr, 0, 1000, core::kNoTime);
     EXPECT_FALSE(p.blocked());
-    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 3u);
     EXPECT_EQ(snap.dead[0].reason, "invalid_json");
     EXPECT_EQ(snap.dead[1].reason, "invalid_text");
@@ -140,7 +140,7 @@ TEST(RecordPathRows, EndOfPartitionWaitsForBlockedRecords) {
     ASSERT_FALSE(p.blocked());
     EXPECT_EQ(p.next_offsets().at(p0), 1);
     EXPECT_EQ(p.next_offsets().at(p1), 1);
-    const pg::CommitSnapshot snap = p.take_snapshot(0);
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
     EXPECT_EQ(snap.watermark, 1796032801000);  // partition 1's record, the minimum
     EXPECT_EQ(snap.aggs[0].stats.records_in, 2);
     EXPECT_EQ(snap.aggs[0].stats.dropped_late_window, 0);
@@ -163,7 +163,7 @@ TEST(RecordPathRows, BadValueIsADeadLetterOfTheAggregationsReadingIt) {
         rec.key = "a";
         rec.time = 1796032802000;
         rec.values.assign(9, core::Value::missing());
-        rec.bad.push_back({2, kafka::DecodeError::ValueOutOfRange, why});
+        rec.bad.push_back({2, format::DecodeError::ValueOutOfRange, why});
         p.resume(rec);
     };
     feed(p, 0, R"({"user": "a", "ts": "2026-11-30 10:00:02", "amount": 1})");
@@ -172,7 +172,7 @@ TEST(RecordPathRows, BadValueIsADeadLetterOfTheAggregationsReadingIt) {
     feed(p, 1, R"({"user": "a", "ts": "2026-11-30T10:00:03Z", "amount": 4})");  // fast lane
     EXPECT_FALSE(p.blocked());
     EXPECT_EQ(p.records_since_commit(), 2);
-    pg::CommitSnapshot snap = p.take_snapshot(0);
+    flow::CommitSnapshot snap = p.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 1u);
     EXPECT_EQ(snap.dead[0].offset, 0);
     EXPECT_EQ(snap.dead[0].reason, "value_out_of_range");
@@ -188,7 +188,7 @@ TEST(RecordPathRows, BadValueIsADeadLetterOfTheAggregationsReadingIt) {
     rec.key = "a";
     rec.time = 1796032802000;
     rec.values.assign(9, core::Value::missing());
-    rec.bad.push_back({2, kafka::DecodeError::ValueOutOfRange, why});
+    rec.bad.push_back({2, format::DecodeError::ValueOutOfRange, why});
     only.resume(rec);
     snap = only.take_snapshot(0);
     ASSERT_EQ(snap.dead.size(), 1u);

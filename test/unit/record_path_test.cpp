@@ -3,7 +3,7 @@
 // aggregations' fixed layouts), and the two meet only at take_snapshot(), after the consume
 // step is joined. Under ThreadSanitizer (STOATFLOW_TSAN) a race on anything the two threads
 // share fails the run; without it, the test still checks that the split changes no result.
-#include "stoatflow/pg/record_path.hpp"
+#include "stoatflow/flow/record_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -21,9 +21,9 @@ using stoatflow::core::AggSpec;
 using stoatflow::core::EmitStrategy;
 using stoatflow::core::Millis;
 using stoatflow::core::WindowSpec;
-using stoatflow::pg::CommitSnapshot;
-using stoatflow::pg::RecordPath;
-using stoatflow::pg::RecordPathConfig;
+using stoatflow::flow::CommitSnapshot;
+using stoatflow::flow::RecordPath;
+using stoatflow::flow::RecordPathConfig;
 
 constexpr Millis kBase = 1'700'000'000'000;  // a minute boundary (epoch ms divisible by 60,000)
 constexpr int kPartitions = 4;               // per topic

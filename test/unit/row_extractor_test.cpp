@@ -1,6 +1,6 @@
 // The JSON row extractor, table style: a document and column paths in, each column's raw field
 // out (kind and text); then the metadata columns.
-#include "stoatflow/kafka/row_extractor.hpp"
+#include "stoatflow/format/row_extractor.hpp"
 
 #include "stoatflow/core/time.hpp"
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-using namespace stoatflow::kafka;
+using namespace stoatflow::format;
 
 namespace {
 

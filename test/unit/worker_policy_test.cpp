@@ -1,14 +1,14 @@
 // The source worker's decisions without a server: sink retry backoff, the status a source shows,
 // and when it commits, on a ManualClock.
-#include "stoatflow/pg/clock.hpp"
-#include "stoatflow/pg/worker_policy.hpp"
+#include "stoatflow/flow/clock.hpp"
+#include "stoatflow/flow/worker_policy.hpp"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
 using namespace stoatflow;
-using namespace stoatflow::pg;
+using namespace stoatflow::flow;
 
 TEST(Backoff, DoublesFromFirstToMaxAndStartsOverAfterSuccess) {
     Backoff b(1000, 30000);

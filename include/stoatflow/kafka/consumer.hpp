@@ -7,7 +7,7 @@
 
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/time.hpp"
-#include "stoatflow/kafka/raw_row.hpp"
+#include "stoatflow/format/raw_row.hpp"
 #include "stoatflow/core/topic_partition.hpp"
 
 #include <cstdint>
@@ -37,8 +37,8 @@ struct Message {
     std::size_t len;
     const char* key;  // nullptr: no key
     std::size_t key_len;
-    core::Millis timestamp;                // kNoTime when the broker gave none
-    const KafkaHeader* headers = nullptr;  // only when headers are wanted (want_headers)
+    core::Millis timestamp;                        // kNoTime when the broker gave none
+    const format::KafkaHeader* headers = nullptr;  // only when headers are wanted (want_headers)
     std::size_t header_count = 0;
 };
 
@@ -105,7 +105,7 @@ private:
     std::vector<std::string> topics_;
     std::int32_t last_topic_ = 0;  // the topic of the previous message: most likely the next's
     bool want_headers_ = false;
-    std::vector<KafkaHeader> headers_;  // the current message's
+    std::vector<format::KafkaHeader> headers_;  // the current message's
 };
 
 // One-shot: high watermark per partition of each topic (for wait_caught_up); the topic of a

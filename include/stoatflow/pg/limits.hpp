@@ -25,13 +25,6 @@ constexpr std::int64_t kUserCodeRestMaxMs = 300000;
 // After a cancel the worker waits this long before it starts over (a drop it made way for commits).
 constexpr long kCancelRestartMs = 200;
 
-// A failing sink is retried after 1 s, doubling up to 30 s.
-constexpr std::int64_t kSinkRetryFirstMs = 1000;
-constexpr std::int64_t kSinkRetryMaxMs = 30000;
-
-// A broker error shows as status 'error' while it is this recent and nothing was consumed since.
-constexpr std::int64_t kBrokerErrorShownMs = 30000;
-
 // Names PostgreSQL would truncate (NAMEDATALEN - 1 bytes) are refused, never truncated.
 constexpr std::size_t kMaxNameBytes = 63;
 
@@ -60,8 +53,6 @@ constexpr std::int64_t kOutOfRangeRetryMs = 1000;
 constexpr int kPollTimeoutMs = 100;
 constexpr int kPollWhileWritingMs = 20;
 constexpr std::size_t kPollBatch = 10000;
-// Decoded records staged between the decoder and the engines (one cache-friendly batch).
-constexpr std::size_t kStageRecords = 512;
 // Executor mode: records the consume thread extracts ahead of the main thread, at most (while
 // a commit is written; the raw rows of each are kept until evaluated).
 constexpr std::size_t kMaxExecWaiting = 200000;
@@ -85,8 +76,7 @@ constexpr std::int64_t kFailureRetryMaxMs = 30000;
 // Sinks and state tables are written in heap multi-inserts of this many rows.
 constexpr int kBulkInsertBatchRows = 1000;
 
-// How much of an undecodable payload dead_letters keeps, and of a dead letter's detail.
-constexpr std::size_t kDeadLetterPayloadBytes = 1024;
+// How much of a dead letter's detail the catalog keeps.
 constexpr std::size_t kDeadLetterDetailBytes = 512;
 
 // Longer exception texts are cut (at a UTF-8 character boundary) before being reported.

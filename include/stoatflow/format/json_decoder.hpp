@@ -1,0 +1,101 @@
+// Turns one Kafka message (JSON object payload, key, timestamp) into the grouping key, the
+// event time and one numeric value per aggregate, or names why it belongs in dead_letters.
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+
+#include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/time.hpp"
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stoatflow::format {
+
+struct DecoderConfig {
+    std::string key_path;   // JSON field path of the grouping key; empty: the Kafka message key
+    std::string time_path;  // JSON field path of the event time; empty: the Kafka timestamp
+    std::vector<std::string> value_paths;  // one per aggregate, in order; empty for count(*)
+    // Longest grouping key accepted, in bytes (0: unlimited); longer keys are dead letters
+    // (key_too_long): the sink could never store them.
+    std::size_t max_key_bytes = 0;
+    // How far an event time may lie ahead of the wall clock given to decode(), in ms
+    // (core::kNoTime: no limit); further is a dead letter (time_in_future), so one producer
+    // with a broken clock cannot move the watermark and close every window.
+    core::Millis future_limit = core::kNoTime;
+};
+
+// Why a record cannot be aggregated; to_string() gives the dead-letter reason.
+enum class DecodeError {
+    None,
+    InvalidJson,
+    NotAnObject,
+    MissingKey,
+    BadKey,
+    MissingTime,
+    BadTime,
+    TimeOutOfRange,
+    NonNumericValue,
+    InvalidText,
+    KeyTooLong,
+    TimeInFuture,
+    ValueOutOfRange,
+};
+
+// "invalid_json", "not_an_object", ... ("" for None).
+const char* to_string(DecodeError e);
+
+// A value an aggregate cannot use (non_numeric_value, value_out_of_range): the record itself is
+// still good; it is a dead letter of the aggregations reading it (README "Views and tables",
+// dead_letters).
+struct BadValue {
+    std::size_t index = 0;  // into value_paths
+    DecodeError error = DecodeError::None;
+    std::string detail;  // 'field "page" is a string'
+};
+
+struct Decoded {
+    std::string key;
+    core::Millis time = 0;
+    std::vector<core::Value> values;  // values[i] belongs to value_paths[i]; Missing if bad
+    std::vector<BadValue> bad;        // in value_paths order; empty when every value is usable
+};
+
+// One decoder per consumer thread: it owns a reusable parser and padded buffer, so decoding a
+// record allocates nothing once the buffers have grown to the largest message seen.
+class JsonDecoder {
+public:
+    // Throws stoatflow::Error (22023) for a malformed field path.
+    explicit JsonDecoder(DecoderConfig cfg);
+    ~JsonDecoder();
+    JsonDecoder(JsonDecoder&&) noexcept;
+    JsonDecoder& operator=(JsonDecoder&&) noexcept;
+    JsonDecoder(const JsonDecoder&) = delete;
+    JsonDecoder& operator=(const JsonDecoder&) = delete;
+
+    // payload: the message value; key: the Kafka message key (nullptr if it has none);
+    // kafka_ts: the Kafka timestamp in ms, or core::kNoTime; now: the wall clock in ms since
+    // the epoch (core::kNoTime: skip the future_limit check). On an error `out` is unspecified.
+    // A value that cannot be aggregated does not fail the record: it is listed in `out.bad`.
+    // Any bytes are safe input; the only exception is std::bad_alloc.
+    DecodeError decode(const char* payload, std::size_t len, const char* key, std::size_t key_len,
+                       core::Millis kafka_ts, core::Millis now, Decoded& out);
+
+    // Human-readable detail of the last error ("" after success). Quotes at most 64 bytes of
+    // the message, with control characters and invalid UTF-8 escaped as \xNN.
+    const std::string& detail() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// ISO-8601 / RFC 3339 date-time to epoch ms: YYYY-MM-DD, 'T' (or 't' or a space),
+// hh:mm:ss, an optional fraction of 1-9 digits (truncated to ms), and an optional offset
+// ('Z', +hh:mm, +hhmm or +hh; none means UTC). Seconds may be 60 (a leap second, read as
+// the first second of the next minute, as PostgreSQL does). False on anything else.
+bool parse_iso8601(std::string_view s, core::Millis& out);
+
+}  // namespace stoatflow::format

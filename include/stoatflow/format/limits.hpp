@@ -1,0 +1,15 @@
+// Named limits of the formats (decoding records), in one place.
+#pragma once
+#include <cstddef>
+
+#include "stoatflow/core/no_postgres.hpp"
+
+namespace stoatflow::format {
+
+// At most this many payload bytes are quoted in a dead letter's detail message.
+constexpr std::size_t kExcerptBytes = 64;
+// JSON nesting limit: bounds the decoder's recursion, and stays below the On-Demand parser's own
+// max_depth (1024), which it asserts on in debug builds but does not check otherwise.
+constexpr int kMaxDepth = 1000;
+
+}  // namespace stoatflow::format

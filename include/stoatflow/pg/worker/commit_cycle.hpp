@@ -1,0 +1,213 @@
+// The PostgreSQL side of one source: restores a RecordPath from the committed state, and
+// writes its snapshots — window state (SegmentStore), sink rows (SinkWriter), dead letters,
+// progress and offsets — in the current transaction. The worker's consume thread never
+// touches this object, only path().
+#pragma once
+
+#include "stoatflow/flow/record_path.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/catalog/catalog.hpp"
+#include "stoatflow/pg/executor/executor.hpp"
+#include "stoatflow/pg/catalog/row_type.hpp"
+#include "stoatflow/pg/catalog/segment_store.hpp"
+#include "stoatflow/pg/sink/sink_writer.hpp"
+
+namespace stoatflow::pg {
+
+// What one commit wrote (for stoatflow.log_commits).
+struct CommitCounts {
+    std::int64_t records = 0;
+    std::int64_t state_rows = 0;
+    std::int64_t state_bytes = 0;
+    std::int64_t sink_rows = 0;
+    std::int64_t sink_deletes = 0;
+    std::int64_t dead_letters = 0;
+    double state_ms = 0;  // writing the state rows (segment tables created on the way included)
+    double sink_ms = 0;   // writing the sink rows and deletes
+};
+
+// A source's executors (SPEC 11): per aggregation, the executor that runs it and the aggregate
+// states its engine keeps (nullptr for the built-in fast path). Destroyed after the engines.
+struct ExecSet {
+    MemoryContext cxt = nullptr;        // the executors' contexts live under this one
+    MemoryContext batch_cxt = nullptr;  // one executor batch's converted rows
+    std::vector<std::unique_ptr<AggregationExecutor>> executors;
+    std::vector<std::shared_ptr<core::ExternalAggregates>> external;
+    bool has_fast = false;   // some aggregation of the source takes the fast path
+    std::vector<bool> used;  // per column of the row: read by some aggregation (or the source)
+    // A source whose event time or key is an expression (SPEC 11): its executor gives them as
+    // texts (the event time first); nullptr when both are columns.
+    std::unique_ptr<AggregationExecutor> source;
+    bool time_expr = false, key_expr = false;
+    Oid time_type = InvalidOid;
+    bool any() const {
+        if (source) return true;
+        for (const auto& e : executors)
+            if (e) return true;
+        return false;
+    }
+    ExecSet() = default;
+    ExecSet(const ExecSet&) = delete;
+    ExecSet& operator=(const ExecSet&) = delete;
+    ~ExecSet();
+};
+
+// What owners' code did wrong in a source's aggregations (README "User code is a guest"), kept by
+// the worker across rebuilds of its pipeline (a rebuild starts over from the committed state).
+struct UserCodeLedger {
+    struct Poison {
+        std::string reason, detail;
+    };
+    // A record whose fold raised an error or timed out in one aggregation (aggregation id,
+    // partition, offset): on the replay after the rebuild it is that aggregation's dead letter.
+    std::map<std::tuple<std::int32_t, core::TopicPartition, std::int64_t>, Poison> poisoned;
+    // An aggregation whose code timed out rests (is not run; its records are its dead letters
+    // user_code_timeout) until `until`, so that its siblings stay fresh.
+    struct Stall {
+        core::Millis until = 0;
+        core::Millis rest = 0;  // the last rest; doubles per timeout
+        std::string error;
+    };
+    std::map<std::int32_t, Stall> stalled;
+    std::map<std::int32_t, std::string> last_error;  // per aggregation id, shown in stats
+    bool applied = false;  // a poisoned record was passed: worth a commit soon
+
+    const Stall* resting(std::int32_t aggregation_id, core::Millis now) const {
+        const auto it = stalled.find(aggregation_id);
+        return it != stalled.end() && now < it->second.until ? &it->second : nullptr;
+    }
+    void timed_out(std::int32_t aggregation_id, core::Millis now, const std::string& error);
+    // Committed up to these offsets: poisons before them are history.
+    void committed(const std::map<core::TopicPartition, std::int64_t>& next_offsets);
+};
+
+// Thrown by the executor when an aggregation's fold failed: the state of that aggregation cannot
+// be trusted, so the worker rebuilds its pipeline from the committed state (the failing record is
+// then that aggregation's dead letter, see UserCodeLedger). Not a failure of the source.
+class AggregationRebuild : public Error {
+public:
+    explicit AggregationRebuild(const std::string& what) : Error(sqlstate::kInternalError, what) {}
+};
+
+// Thrown by the executor when the engines' memory passes stoatflow.worker_memory_limit in the
+// middle of a batch (PostgreSQL aggregate states can grow by a lot per record): the worker drops
+// what it has not committed and stops consuming until the limit or the aggregations change.
+class MemoryLimitExceeded : public Error {
+public:
+    MemoryLimitExceeded(std::int32_t aggregation_id, const std::string& what)
+        : Error(sqlstate::kProgramLimitExceeded, what), aggregation_id_(aggregation_id) {}
+    std::int32_t aggregation_id() const { return aggregation_id_; }
+
+private:
+    std::int32_t aggregation_id_;
+};
+
+// The record path's configuration from the catalog's definitions (row_type: the source's, when
+// it has columns; exec: its executors, if any).
+flow::RecordPathConfig record_path_config(const SourceDef& source,
+                                          const std::vector<AggregationDef>& aggregations,
+                                          const RowType* row_type = nullptr,
+                                          const ExecSet* exec = nullptr);
+
+class CommitCycle {
+public:
+    // In a transaction: a source with columns resolves its row type here.
+    CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations,
+                UserCodeLedger* ledger = nullptr);
+    ~CommitCycle();
+
+    // With columns, in a transaction: converts the record the fast lane left to PostgreSQL
+    // (path().blocked()) with PostgreSQL, as the source's owner, and resumes the path.
+    void resolve_blocked();
+    // Executor mode, in a transaction: converts and evaluates the records the consume thread
+    // extracted (path().exec_waiting()) and feeds them to the path, in order (exec_run.cpp).
+    void run_executor();
+    bool executor() const { return path_.executor(); }
+
+    // Reads committed offsets, the watermark and every aggregation's live windows (SPI connected).
+    void restore();
+
+    // Writes everything since the last commit into the current transaction:
+    // write(take_snapshot(now)).
+    void commit(core::Millis now);
+    // path().take_snapshot, each executor aggregation's states serialized in its owner's sandbox
+    // (in a transaction when the source runs any).
+    flow::CommitSnapshot take_snapshot(core::Millis now);
+    UserCodeLedger& ledger() { return *ledger_; }
+    // stoatflow.worker_memory_limit in bytes (0: none), checked per record while folding, with
+    // `reserve` held back for the next commit (the serialized copies of every changed window,
+    // in the snapshot and in the rows written from it, exist beside the live states while a
+    // commit is written).
+    void set_memory_limit(std::int64_t bytes, std::int64_t reserve) {
+        memory_limit_ = bytes;
+        memory_reserve_ = reserve;
+    }
+    // Writes a snapshot: runs SQL, touches nothing of the record path but its fixed layouts, so
+    // the consume thread may go on with path() meanwhile.
+    CommitCounts write(const flow::CommitSnapshot& snap);
+
+    flow::RecordPath& path() { return path_; }
+    const SourceDef& source() const { return source_; }
+    // An aggregation owes its sink windows and may try again now: worth a commit of its own.
+    bool sink_retry_due(core::Millis now) const {
+        for (const auto& a : aggs_)
+            if (a.sink.retry_due(now)) return true;
+        return false;
+    }
+
+private:
+    struct Aggregation {
+        AggregationDef def;
+        SegmentStore segments;
+        SinkWriter sink;
+        core::AggregationStats base;  // counters committed before this cycle started
+        std::int64_t state_rows = 0, state_bytes = 0;
+        core::Millis freshness_lag = -1;  // of the last commit that closed windows
+    };
+    void write_aggregation(std::size_t i, const flow::CommitSnapshot& snap, CommitCounts& counts);
+    [[noreturn]] void memory_exceeded() const;  // throws MemoryLimitExceeded naming the largest
+    void write_dead_letters(const flow::CommitSnapshot& snap);
+    void write_progress(const flow::CommitSnapshot& snap);
+
+    // The row type and the memory context its input functions live in (row_resolve.cpp).
+    struct Row {
+        MemoryContext cxt = nullptr;
+        std::optional<RowType> rt;
+        const RowType& type() const { return *rt; }
+        Row() = default;
+        Row(const Row&) = delete;
+        Row& operator=(const Row&) = delete;
+        ~Row();
+    };
+    static std::unique_ptr<Row> make_row(const SourceDef& source);
+    static std::unique_ptr<ExecSet> make_exec(const SourceDef& source,
+                                              const std::vector<AggregationDef>& aggregations,
+                                              const Row* row);
+    // A converted row's key (fast-path aggregations), event time and fast-path values.
+    void decode_row(const Datum* values, const bool* nulls, bool want_key,
+                    flow::SlowRecord& rec) const;
+
+    SourceDef source_;
+    std::unique_ptr<Row> row_;
+    std::unique_ptr<ExecSet> exec_;  // before path_: its engines hold the executors' states
+    flow::RecordPath path_;
+    std::string key_column_, time_column_;  // with columns
+    std::vector<int> value_columns_;        // columns an aggregate reads
+    std::vector<Aggregation> aggs_;
+    UserCodeLedger own_ledger_;  // when the caller keeps none (process_records)
+    UserCodeLedger* ledger_;
+    std::int64_t memory_limit_ = 0, memory_reserve_ = 0;
+};
+
+// The watermark of the aggregation's source as last committed (kNoTime before the first commit).
+core::Millis committed_watermark(std::int32_t aggregation_id);
+
+}  // namespace stoatflow::pg

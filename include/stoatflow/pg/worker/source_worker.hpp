@@ -1,0 +1,85 @@
+// One source's background worker: start (restore, seek) → [step: poll → process → maybe
+// commit]* ; SIGTERM: commit what was consumed, exit. Any failure: record it, back off, rebuild
+// from the committed state. src/pg/worker/README.md draws the states; source_worker.cpp holds the
+// lifecycle, consume_step.cpp the step and the commit cycle.
+#pragma once
+
+#include "stoatflow/kafka/consumer.hpp"
+#include "stoatflow/flow/record_path.hpp"
+#include "stoatflow/flow/worker_policy.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "stoatflow/flow/clock.hpp"
+#include "stoatflow/pg/worker/commit_cycle.hpp"
+
+namespace stoatflow::pg {
+
+class SourceWorker {
+public:
+    explicit SourceWorker(std::int32_t source_id, const flow::Clock& clock);
+    void run();
+
+private:
+    enum class Start { Started, NoAggregations, Dropped };
+    Start start();
+    void fail(const std::string& what);
+    void memory_stop(const MemoryLimitExceeded& e);
+    bool memory_stop_over();
+    void drop_pipeline();
+    void start_over(const std::string& why);
+    bool over_memory_limit(core::Millis now);
+    bool partitions_added(core::Millis now);
+    void set_status(const std::string& status, const std::string& error);
+    void show_status(core::Millis now);
+
+    // consume_step.cpp
+    void step();
+    bool consume(flow::RecordPath& path, int timeout_ms, core::Millis now);
+    bool consume_while_writing(flow::RecordPath& path);
+    void progress_end(core::TopicPartition tp, std::int64_t end);
+    void out_of_range(core::Millis now);
+    void note_skip(flow::RecordPath& path, core::TopicPartition tp, std::int64_t from,
+                   std::int64_t to);
+    std::string describe(core::TopicPartition tp) const;
+    void commit(bool final);
+    void log_commit(std::int64_t seq, const CommitCounts& c, double ms);
+    using PartitionStatus = std::vector<std::tuple<core::TopicPartition, std::int64_t, bool>>;
+    PartitionStatus partition_status();
+    void write_partition_status(const PartitionStatus& status);
+    std::string aggregation_signature();
+    bool source_exists();
+
+    std::int32_t source_id_;
+    const flow::Clock& clock_;
+    std::unique_ptr<CommitCycle> pipeline_;
+    std::unique_ptr<kafka::Consumer> consumer_;
+    std::vector<std::string> topics_;
+    std::vector<std::size_t> partitions_;  // per topic: how many were assigned
+    std::map<core::TopicPartition, std::int64_t> high_;
+    std::map<core::TopicPartition, bool> idle_shown_;
+    std::string signature_;
+    flow::StatusRule status_rule_;
+    flow::StatusBoard status_board_;
+    flow::CommitTimer commit_timer_;
+    core::Millis committed_w_ = core::kNoTime;
+    bool offsets_moved_ = false;
+    std::map<core::TopicPartition, core::Millis> out_of_range_;  // → when to look again
+    bool status_moved_ = false;
+    bool eof_seen_ = false;
+    bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
+    std::int64_t memory_stopped_at_ = 0;
+    std::int64_t snapshot_bytes_ = 0;  // window state the last commit serialized  // memory_stop:
+                                       // the limit (bytes) then; 0: not stopped
+    core::Millis memory_checked_at_ = 0;
+    core::Millis partitions_checked_at_ = 0;
+    // What the aggregations' code did wrong: kept across rebuilds of the pipeline.
+    UserCodeLedger ledger_;
+};
+
+}  // namespace stoatflow::pg

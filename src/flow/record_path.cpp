@@ -1,0 +1,256 @@
+// The record path (decode → watermark → window engines), restore into it, and the snapshot
+// a commit writes. Compiled without PostgreSQL's include path (see Makefile): pure C++.
+#include "stoatflow/flow/record_path.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "stoatflow/core/utf8.hpp"
+
+namespace stoatflow::flow {
+
+RecordPath::RecordPath(const RecordPathConfig& config)
+    : executor_(config.executor && config.row), decoder_(config.decoder), topics_(config.topics),
+      plan_(config.row), max_key_bytes_(config.decoder.max_key_bytes),
+      future_limit_(config.decoder.future_limit),
+      watermark_(config.max_out_of_orderness, config.idle_timeout) {
+    // Values are looked up by field path (0.1) or, with columns, by column name.
+    const auto& paths = plan_ ? plan_->names : config.decoder.value_paths;
+    if (plan_) {
+        extractor_ = std::make_unique<format::JsonRowExtractor>(plan_->paths);
+        rows_ = format::RawRows(plan_->names.size());
+        exec_.rows = format::RawRows(plan_->names.size());
+        exec_taken_.rows = format::RawRows(plan_->names.size());
+    }
+    for (const auto& def : config.aggregations) {
+        Aggregation a;
+        a.name = def.name;
+        a.engine = std::make_unique<core::WindowedAggregation>(
+            def.spec, def.aggregates, def.emit, def.retention, def.segment_interval, def.external);
+        a.executor = def.external != nullptr;
+        for (const auto& s : def.aggregates) {
+            int idx = -1;
+            for (std::size_t i = 0; i < paths.size(); ++i)
+                if (!s.field.empty() && paths[i] == s.field) idx = static_cast<int>(i);
+            a.value_index.push_back(idx);
+            if (plan_ && idx >= 0 &&
+                std::find(value_cols_.begin(), value_cols_.end(), idx) == value_cols_.end())
+                value_cols_.push_back(idx);
+        }
+        a.values.resize(def.aggregates.size());
+        aggs_.push_back(std::move(a));
+    }
+}
+
+void RecordPath::restore_progress(const std::string& watermark_state, std::int64_t commit_seq) {
+    watermark_.restore(watermark_state);
+    commit_seq_ = commit_seq;
+    w_at_commit_ = watermark_.current();
+}
+
+void RecordPath::restore_window(std::size_t aggregation, const core::WindowStateRow& row) {
+    aggs_[aggregation].engine->restore(row, w_at_commit_);
+}
+
+std::vector<std::pair<std::string, std::size_t>> RecordPath::aggregation_memory() const {
+    std::vector<std::pair<std::string, std::size_t>> out;
+    for (const auto& a : aggs_) out.emplace_back(a.name, a.engine->memory_bytes());
+    return out;
+}
+
+void RecordPath::tick(core::Millis now) {
+    const core::Millis w = watermark_.tick(now);
+    if (w != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+}
+
+bool RecordPath::note_end_of_partition(core::TopicPartition tp, std::int64_t offset) {
+    // Records wait behind a blocked one (or for the executor): the position must not pass them.
+    if (waiting_for_main()) return false;
+    auto it = next_offsets_.find(tp);
+    if (it != next_offsets_.end() && it->second >= offset) return false;
+    next_offsets_[tp] = offset;
+    return true;
+}
+
+bool RecordPath::end_of_partition(core::TopicPartition tp, std::int64_t offset, core::Millis now) {
+    const auto q = queued_last_.find(tp);
+    if (q != queued_last_.end()) {
+        const auto next = next_offsets_.find(tp);
+        if (next == next_offsets_.end() || next->second <= q->second) {
+            pending_ends_.push_back({tp, offset, now, q->second});
+            return false;
+        }
+    }
+    watermark_.caught_up(tp.id(), now);
+    return note_end_of_partition(tp, offset);
+}
+
+void RecordPath::release_ends() {
+    if (pending_ends_.empty() || ends_held_) return;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < pending_ends_.size(); ++i) {
+        const PendingEnd e = pending_ends_[i];
+        const auto next = next_offsets_.find(e.tp);
+        if (next == next_offsets_.end() || next->second <= e.after) {
+            pending_ends_[kept++] = e;
+            continue;
+        }
+        watermark_.caught_up(e.tp.id(), e.now);
+        // The position follows with the next commit (the records just handled are counted).
+        note_end_of_partition(e.tp, e.offset);
+    }
+    pending_ends_.resize(kept);
+}
+
+void RecordPath::skip_offsets(core::TopicPartition tp, std::int64_t from, std::int64_t to) {
+    if (to <= from) return;
+    next_offsets_[tp] = to;
+    skipped_[tp] += to - from;
+    dead_.push_back({tp, from, "offsets_skipped",
+                     "offsets " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
+                         std::to_string(to - from) +
+                         ") were deleted by the topic's retention before the source read them",
+                     ""});
+}
+
+void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::int64_t offset,
+                         const char* payload, std::size_t len, const char* key, std::size_t key_len,
+                         core::Millis kafka_ts, core::Millis now,
+                         const format::KafkaHeader* headers, std::size_t header_count) {
+    const core::TopicPartition tp{topic_index, partition};
+    if (executor_) {
+        exec_extract(tp, offset, payload, len, key, key_len, kafka_ts, now, headers, header_count);
+        return;
+    }
+    if (plan_) {
+        if (!blocked_) {
+            process_row(tp, offset, payload, len, key, key_len, kafka_ts, now, headers,
+                        header_count);
+            return;
+        }
+        Waiting w;
+        w.tp = tp;
+        w.offset = offset;
+        w.payload.assign(payload == nullptr ? "" : payload, payload == nullptr ? 0 : len);
+        w.has_key = key != nullptr;
+        if (key != nullptr) w.key.assign(key, key_len);
+        w.kafka_ts = kafka_ts;
+        w.now = now;
+        for (std::size_t i = 0; i < header_count; ++i)
+            w.headers.emplace_back(std::string(headers[i].name),
+                                   headers[i].value == nullptr
+                                       ? std::nullopt
+                                       : std::optional<std::string>(
+                                             std::string(headers[i].value, headers[i].value_len)));
+        queued(tp, offset);
+        waiting_.push_back(std::move(w));
+        return;
+    }
+    ++records_since_commit_;
+    next_offsets_[tp] = offset + 1;
+    if (staged_ == staged_records_.size()) drain();
+    Staged& st = staged_records_[staged_];
+    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, now, st.record);
+    if (err != format::DecodeError::None) {
+        dead_.push_back({tp, offset, format::to_string(err), decoder_.detail(),
+                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        return;
+    }
+    st.skipping = false;
+    if (!st.record.bad.empty() && !judge_values(tp, offset, payload, len, st)) return;
+    // W is updated with each record before that record is judged: keep the value it is
+    // judged against with it, so the batch sees exactly what record-at-a-time would.
+    st.watermark = watermark_.observe(tp.id(), st.record.time, now);
+    if (st.watermark != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
+    ++staged_;
+}
+
+const format::BadValue* RecordPath::bad_of(const Aggregation& a,
+                                           const std::vector<format::BadValue>& bad) {
+    for (int idx : a.value_index)
+        for (const auto& b : bad)
+            if (idx >= 0 && b.index == static_cast<std::size_t>(idx)) return &b;
+    return nullptr;
+}
+
+// README "Views and tables", dead_letters: a value only some aggregations read and cannot use is a
+// dead letter of each of them (they skip the record as a whole); the others fold the record and
+// it moves the watermark. False when no aggregation can use it: a dead letter of the source, as
+// when every value was bad in 0.1.
+bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, const char* payload,
+                              std::size_t len, Staged& st) {
+    const auto& bad = st.record.bad;
+    bool usable = false;
+    for (const auto& a : aggs_) usable |= bad_of(a, bad) == nullptr;
+    if (!usable) {
+        dead_.push_back({tp, offset, format::to_string(bad.front().error), bad.front().detail,
+                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        return false;
+    }
+    st.skipping = true;
+    st.skip.assign(aggs_.size(), 0);
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        const format::BadValue* b = bad_of(aggs_[i], bad);
+        if (b == nullptr) continue;
+        st.skip[i] = 1;
+        dead_.push_back({tp, offset, format::to_string(b->error),
+                         "aggregation \"" + aggs_[i].name + "\": " + b->detail,
+                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+    }
+    return true;
+}
+
+void RecordPath::drain() {
+    if (staged_ == 0) return;
+    for (std::size_t ai = 0; ai < aggs_.size(); ++ai) {
+        Aggregation& a = aggs_[ai];
+        const std::size_t naggs = a.value_index.size();
+        a.values.resize(staged_ * naggs);
+        a.refs.resize(staged_);
+        std::size_t m = 0;  // records this aggregation folds
+        for (std::size_t r = 0; r < staged_; ++r) {
+            const Staged& st = staged_records_[r];
+            if (st.skipping && st.skip[ai]) continue;  // its dead letter is noted
+            const format::Decoded& d = st.record;
+            core::Value* v = a.values.data() + m * naggs;
+            for (std::size_t i = 0; i < naggs; ++i)
+                v[i] = a.value_index[i] < 0 ? core::Value::missing() : d.values[a.value_index[i]];
+            a.refs[m++] = {d.key, d.time, v, st.watermark};
+        }
+        a.engine->process_batch(a.refs.data(), m);
+    }
+    staged_ = 0;
+}
+
+CommitSnapshot RecordPath::take_snapshot(core::Millis now, const AggregationScope& scope) {
+    drain();
+    CommitSnapshot snap;
+    snap.seq = ++commit_seq_;
+    snap.records = records_since_commit_;
+    snap.now = now;
+    snap.watermark = watermark_.current();
+    snap.watermark_state = watermark_.serialize();
+    snap.w_moved_at = w_moved_at_;
+    snap.next_offsets = next_offsets_;
+    snap.skipped.swap(skipped_);
+    snap.dead.swap(dead_);
+    snap.aggs.resize(aggs_.size());
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        auto& engine = *aggs_[i].engine;
+        if (scope && aggs_[i].executor)
+            scope(i, [&] { engine.flush(snap.watermark, snap.aggs[i].out); });
+        else
+            engine.flush(snap.watermark, snap.aggs[i].out);
+        snap.aggs[i].stats = engine.stats();
+        snap.aggs[i].stats.filtered = aggs_[i].filtered;
+        snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());
+        snap.aggs[i].keys_with_open_windows =
+            static_cast<std::int64_t>(engine.keys_with_open_windows());
+    }
+    records_since_commit_ = 0;
+    w_at_commit_ = snap.watermark;
+    w_moved_at_ = 0;
+    return snap;
+}
+
+}  // namespace stoatflow::flow

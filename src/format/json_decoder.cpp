@@ -1,0 +1,560 @@
+// The JSON record decoder: one simdjson On-Demand pass that validates the whole document and
+// picks the configured fields out of it on the way, then the key, time and value rules.
+#include "stoatflow/format/json_decoder.hpp"
+
+#include "stoatflow/core/error.hpp"
+#include "stoatflow/core/utf8.hpp"
+#include "stoatflow/format/json_text.hpp"
+#include "stoatflow/format/limits.hpp"
+#include "json_walk.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <system_error>
+
+namespace stoatflow::format {
+namespace {
+
+namespace od = simdjson::ondemand;
+using core::Millis;
+using simdjson::error_code;
+
+// What the walk found at one configured path. Absent until the path is seen.
+enum class Seen : std::uint8_t { Absent, Null, Bool, String, Number, Object, Array };
+// How a number reads as C++: exactly as int64, exactly as __int128 (an integer of at most
+// 38 digits beyond int64), as a (finite) double, or neither.
+enum class NumKind : std::uint8_t { Int, Big, Double, Overflow };
+
+struct Slot {
+    Seen seen = Seen::Absent;
+    bool boolean = false;
+    NumKind num = NumKind::Int;
+    bool integer = false;  // Number: an integer token (no fraction, no exponent)
+    std::int64_t i = 0;
+    __int128 big = 0;
+    double d = 0;
+    // String: the unescaped text (in the parser's string buffer); Number: the token as written.
+    std::string_view text;
+};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// An integer token (grammar already checked) as int64; false if it does not fit.
+bool integer_token_to_int64(std::string_view t, std::int64_t& out) {
+    const bool neg = t.front() == '-';
+    const std::uint64_t limit = neg ? std::uint64_t{1} << 63 : (std::uint64_t{1} << 63) - 1;
+    std::uint64_t v = 0;
+    for (std::size_t p = neg ? 1 : 0; p < t.size(); ++p) {
+        const auto digit = static_cast<std::uint64_t>(t[p] - '0');
+        if (v > (limit - digit) / 10) return false;
+        v = v * 10 + digit;
+    }
+    out = neg ? static_cast<std::int64_t>(~v + 1) : static_cast<std::int64_t>(v);
+    return true;
+}
+
+// Digits of an integer token (grammar already checked: no leading zeros).
+std::size_t integer_digits(std::string_view t) { return t.size() - (t.front() == '-' ? 1 : 0); }
+
+// An integer token of at most kMaxExactIntegerDigits digits as __int128 (always fits).
+__int128 integer_token_to_int128(std::string_view t) {
+    const bool neg = t.front() == '-';
+    __int128 v = 0;
+    for (std::size_t p = neg ? 1 : 0; p < t.size(); ++p) v = v * 10 + (t[p] - '0');
+    return neg ? -v : v;
+}
+
+// A number token (grammar already checked) as the nearest double; false if its magnitude is
+// beyond the double range. Tiny magnitudes become (signed) zero. std::from_chars rounds
+// correctly and ignores the locale; simdjson 3.0.1's On-Demand get_double() misreads some
+// long mantissas (0.577779223372036854775808777 gave 8.48e-09; found by the fuzzer).
+bool token_to_double(std::string_view t, double& out) {
+    double d = 0;
+    const auto r = std::from_chars(t.data(), t.data() + t.size(), d);
+    if (r.ec == std::errc() && r.ptr == t.data() + t.size()) {
+        out = d;
+        return std::isfinite(d);
+    }
+    // Out of range one way or the other: the decimal exponent of the leading significant
+    // digit says which (zero has none, and zero is never out of range).
+    std::int64_t magnitude = 0;
+    bool leading = false, fraction = false;
+    std::size_t p = t.front() == '-' ? 1 : 0;
+    std::int64_t int_digits = 0, frac_zeros = 0;
+    for (; p < t.size() && t[p] != 'e' && t[p] != 'E'; ++p) {
+        if (t[p] == '.') {
+            fraction = true;
+        } else if (!leading && t[p] == '0') {
+            if (fraction) ++frac_zeros;
+        } else {
+            leading = true;
+            if (!fraction) ++int_digits;
+        }
+    }
+    magnitude = int_digits > 0 ? int_digits : -frac_zeros;
+    std::int64_t exponent = 0;
+    bool negative_exponent = false;
+    if (p < t.size()) {
+        ++p;
+        if (t[p] == '+' || t[p] == '-') negative_exponent = t[p++] == '-';
+        for (; p < t.size(); ++p)
+            exponent = std::min<std::int64_t>(exponent * 10 + (t[p] - '0'), 1000000000);
+    }
+    magnitude += negative_exponent ? -exponent : exponent;
+    out = t.front() == '-' ? -0.0 : 0.0;
+    return magnitude <= 0;
+}
+
+// Appends an excerpt of at most kExcerptBytes bytes of s (in quotes unless a number token):
+// valid UTF-8 is kept, quotes and backslashes are escaped, control characters and invalid
+// bytes become \xNN, so the detail is always storable text.
+void append_excerpt(std::string& out, std::string_view s, bool quoted = true) {
+    const auto* u = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t limit = std::min(s.size(), kExcerptBytes);
+    std::size_t i = 0;
+    if (quoted) out += '"';
+    while (i < limit) {
+        const unsigned char c = u[i];
+        if (c >= 0x20 && c < 0x7F) {
+            if (c == '"' || c == '\\') out += '\\';
+            out += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        const std::size_t len = c >= 0x80 ? core::utf8_sequence_length(u + i, s.size() - i) : 0;
+        if (len != 0) {
+            if (i + len > limit) break;  // do not cut a character in half
+            out.append(s.data() + i, len);
+            i += len;
+        } else {
+            core::append_byte_escape(out, c);
+            ++i;
+        }
+    }
+    if (quoted) out += '"';
+    if (i < s.size()) out += "...";
+}
+
+const char* kind_name(Seen s) {
+    switch (s) {
+    case Seen::Absent: return "missing";
+    case Seen::Null: return "null";
+    case Seen::Bool: return "a boolean";
+    case Seen::String: return "a string";
+    case Seen::Number: return "a number";
+    case Seen::Object: return "an object";
+    case Seen::Array: return "an array";
+    }
+    return "?";
+}
+
+Seen seen_of(od::json_type t) {
+    switch (t) {
+    case od::json_type::array: return Seen::Array;
+    case od::json_type::object: return Seen::Object;
+    case od::json_type::number: return Seen::Number;
+    case od::json_type::string: return Seen::String;
+    case od::json_type::boolean: return Seen::Bool;
+    case od::json_type::null: return Seen::Null;
+    }
+    return Seen::Absent;
+}
+
+bool is_leap(std::int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+int days_in_month(std::int64_t y, int m) {
+    static constexpr int kDays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && is_leap(y) ? 29 : kDays[m - 1];
+}
+
+// Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (negative before 1970).
+std::int64_t days_since_epoch(std::int64_t y, int m, int d) {
+    static constexpr int kBeforeMonth[12] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
+    auto leap_years_through = [](std::int64_t yr) {
+        return core::floor_div(yr, 4) - core::floor_div(yr, 100) + core::floor_div(yr, 400);
+    };
+    std::int64_t days = 365 * (y - 1970) + leap_years_through(y - 1) - leap_years_through(1969);
+    days += kBeforeMonth[m - 1] + ((m > 2 && is_leap(y)) ? 1 : 0) + (d - 1);
+    return days;
+}
+
+}  // namespace
+
+const char* to_string(DecodeError e) {
+    switch (e) {
+    case DecodeError::None: return "";
+    case DecodeError::InvalidJson: return "invalid_json";
+    case DecodeError::NotAnObject: return "not_an_object";
+    case DecodeError::MissingKey: return "missing_key";
+    case DecodeError::BadKey: return "bad_key";
+    case DecodeError::MissingTime: return "missing_time";
+    case DecodeError::BadTime: return "bad_time";
+    case DecodeError::TimeOutOfRange: return "time_out_of_range";
+    case DecodeError::NonNumericValue: return "non_numeric_value";
+    case DecodeError::InvalidText: return "invalid_text";
+    case DecodeError::KeyTooLong: return "key_too_long";
+    case DecodeError::TimeInFuture: return "time_in_future";
+    case DecodeError::ValueOutOfRange: return "value_out_of_range";
+    }
+    return "unknown";
+}
+
+bool parse_iso8601(std::string_view s, Millis& out) {
+    const char* p = s.data();
+    const char* const end = p + s.size();
+    auto number = [&](int width, int& v) {
+        if (end - p < width) return false;
+        v = 0;
+        for (int k = 0; k < width; ++k) {
+            if (!is_digit(p[k])) return false;
+            v = v * 10 + (p[k] - '0');
+        }
+        p += width;
+        return true;
+    };
+    auto literal = [&](char c) {
+        if (p == end || *p != c) return false;
+        ++p;
+        return true;
+    };
+
+    int year, month, day, hour, minute, second;
+    if (!number(4, year) || !literal('-') || !number(2, month) || !literal('-') || !number(2, day))
+        return false;
+    if (p == end || (*p != 'T' && *p != 't' && *p != ' ')) return false;
+    ++p;
+    if (!number(2, hour) || !literal(':') || !number(2, minute) || !literal(':') ||
+        !number(2, second))
+        return false;
+
+    int millis = 0;
+    if (literal('.')) {
+        int digits = 0;
+        for (; p != end && is_digit(*p); ++p, ++digits) {
+            if (digits == 9) return false;  // finer than nanoseconds: not a time we emit
+            if (digits < 3) millis = millis * 10 + (*p - '0');
+        }
+        if (digits == 0) return false;
+        for (int k = digits; k < 3; ++k) millis *= 10;
+    }
+
+    int offset_minutes = 0;
+    if (p != end) {
+        if (*p == 'Z' || *p == 'z') {
+            ++p;
+        } else if (*p == '+' || *p == '-') {
+            const int sign = *p == '-' ? -1 : 1;
+            ++p;
+            int oh = 0, om = 0;
+            if (!number(2, oh)) return false;
+            if (p != end) {
+                literal(':');
+                if (!number(2, om)) return false;
+            }
+            if (oh > 23 || om > 59) return false;
+            offset_minutes = sign * (oh * 60 + om);
+        } else {
+            return false;
+        }
+    }
+    if (p != end) return false;
+
+    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month) || hour > 23 ||
+        minute > 59 || second > 60)
+        return false;
+    const std::int64_t seconds = days_since_epoch(year, month, day) * 86400 + hour * 3600 +
+                                 minute * 60 + second - offset_minutes * 60;
+    out = seconds * 1000 + millis;
+    return true;
+}
+
+struct JsonDecoder::Impl {
+    DecoderConfig cfg;
+    std::vector<Slot> slots;
+    std::vector<int>
+        node_slot;  // per trie node: index into slots when a configured path ends there
+    int key_slot = -1;
+    int time_slot = -1;
+    std::vector<int> value_slots;  // -1: count(*), no field
+
+    json_walk::Walk<Impl> walk;
+    std::string detail;
+
+    explicit Impl(DecoderConfig c) : cfg(std::move(c)) {
+        if (cfg.future_limit != core::kNoTime && cfg.future_limit < 0)
+            throw Error(sqlstate::kInvalidParameterValue, "future_limit must not be negative",
+                        "Use NULL for no limit, or an interval of zero or more.");
+        key_slot = add_path(cfg.key_path);
+        time_slot = add_path(cfg.time_path);
+        for (const auto& v : cfg.value_paths) value_slots.push_back(add_path(v));
+    }
+
+    // Adds a path to the trie and returns its slot (shared by equal paths); -1 for "".
+    int add_path(const std::string& path) {
+        if (path.empty()) return -1;
+        core::validate_field_path(path);
+        int node = 0;
+        std::size_t start = 0;
+        while (start <= path.size()) {
+            std::size_t dot = path.find('.', start);
+            if (dot == std::string::npos) dot = path.size();
+            node = walk.trie.child(node, std::string_view(path.data() + start, dot - start));
+            start = dot + 1;
+        }
+        node_slot.resize(walk.trie.nodes.size(), -1);
+        if (node_slot[node] < 0) {
+            node_slot[node] = static_cast<int>(slots.size());
+            slots.emplace_back();
+        }
+        return node_slot[node];
+    }
+
+    // ---- the walk's visitor ----
+    static constexpr bool kContainerText = false;
+    bool wants(int node) const { return node_slot[node] >= 0; }
+    void forget(int node) {
+        if (node_slot[node] >= 0) slots[node_slot[node]] = Slot{};
+    }
+    void value(int node, json_walk::Kind kind, std::string_view text, bool integer) {
+        Slot& s = slots[node_slot[node]];
+        switch (kind) {
+        case json_walk::Kind::Object: s.seen = Seen::Object; return;
+        case json_walk::Kind::Array: s.seen = Seen::Array; return;
+        case json_walk::Kind::Null: s.seen = Seen::Null; return;
+        case json_walk::Kind::True:
+        case json_walk::Kind::False:
+            s.seen = Seen::Bool;
+            s.boolean = kind == json_walk::Kind::True;
+            return;
+        case json_walk::Kind::String:
+            s.seen = Seen::String;
+            s.text = text;
+            return;
+        case json_walk::Kind::Number:
+            s.seen = Seen::Number;
+            s.text = text;
+            s.integer = integer;
+            if (integer && integer_token_to_int64(text, s.i)) {
+                s.num = NumKind::Int;
+            } else if (integer && integer_digits(text) <= core::kMaxExactIntegerDigits) {
+                s.num = NumKind::Big;
+                s.big = integer_token_to_int128(text);
+            } else {
+                s.num = token_to_double(text, s.d) ? NumKind::Double : NumKind::Overflow;
+            }
+            return;
+        }
+    }
+
+    DecodeError field_error(DecodeError e, const std::string& path, const char* what) {
+        detail = "field \"";
+        detail += path;
+        detail += "\" is ";
+        detail += what;
+        return e;
+    }
+
+    // Parses the payload and fills the slots.
+    DecodeError parse(const char* payload, std::size_t len) {
+        for (auto& s : slots) s = Slot{};
+        od::json_type type;
+        if (const error_code e = walk.run(payload, len, *this, type)) {
+            detail = walk.detail(e);
+            return DecodeError::InvalidJson;
+        }
+        if (type != od::json_type::object) {
+            detail = "the payload is ";
+            detail += kind_name(seen_of(type));
+            detail += ", not a JSON object";
+            return DecodeError::NotAnObject;
+        }
+        return DecodeError::None;
+    }
+
+    DecodeError check_key_text(std::string_view text) {
+        if (std::memchr(text.data(), '\0', text.size()) != nullptr) {
+            detail = "the key contains a NUL byte: ";
+            append_excerpt(detail, text);
+            return DecodeError::InvalidText;
+        }
+        if (!core::is_valid_utf8(text.data(), text.size())) {
+            detail = "the key is not valid UTF-8: ";
+            append_excerpt(detail, text);
+            return DecodeError::InvalidText;
+        }
+        return DecodeError::None;
+    }
+
+    DecodeError take_key(const char* key, std::size_t key_len, std::string& out) {
+        std::string_view text;
+        if (key_slot < 0) {
+            if (key == nullptr) {
+                detail = "the Kafka message has no key";
+                return DecodeError::MissingKey;
+            }
+            text = std::string_view(key, key_len);
+        } else {
+            const Slot& s = slots[key_slot];
+            switch (s.seen) {
+            case Seen::Absent:
+            case Seen::Null:
+                return field_error(DecodeError::MissingKey, cfg.key_path, kind_name(s.seen));
+            case Seen::Object:
+            case Seen::Array:
+                return field_error(DecodeError::BadKey, cfg.key_path, kind_name(s.seen));
+            case Seen::Bool: text = s.boolean ? "true" : "false"; break;
+            case Seen::String:
+            case Seen::Number: text = s.text; break;
+            }
+        }
+        if (cfg.max_key_bytes != 0 && text.size() > cfg.max_key_bytes) {
+            detail = "the key is " + std::to_string(text.size()) +
+                     " bytes, longer than max_key_bytes " + std::to_string(cfg.max_key_bytes) +
+                     ": ";
+            append_excerpt(detail, text);
+            return DecodeError::KeyTooLong;
+        }
+        if (auto e = check_key_text(text); e != DecodeError::None) return e;
+        out.assign(text.data(), text.size());
+        return DecodeError::None;
+    }
+
+    static bool in_event_time_range(Millis t) {
+        return t >= core::kMinEventTime && t <= core::kMaxEventTime;
+    }
+
+    DecodeError take_time(Millis kafka_ts, Millis& out) {
+        static constexpr const char* kRange =
+            " is outside the event time range 0001-01-01 .. 9999-12-31 (UTC)";
+        if (time_slot < 0) {
+            if (kafka_ts == core::kNoTime) {
+                detail = "the Kafka message has no timestamp";
+                return DecodeError::MissingTime;
+            }
+            if (!in_event_time_range(kafka_ts)) {
+                detail = "the Kafka timestamp " + std::to_string(kafka_ts) + " ms" + kRange;
+                return DecodeError::TimeOutOfRange;
+            }
+            out = kafka_ts;
+            return DecodeError::None;
+        }
+        const Slot& s = slots[time_slot];
+        const std::string& path = cfg.time_path;
+        bool in_range = false;
+        switch (s.seen) {
+        case Seen::Absent:
+        case Seen::Null: return field_error(DecodeError::MissingTime, path, kind_name(s.seen));
+        case Seen::Bool:
+        case Seen::Object:
+        case Seen::Array: return field_error(DecodeError::BadTime, path, kind_name(s.seen));
+        case Seen::String:
+            if (!parse_iso8601(s.text, out)) {
+                field_error(DecodeError::BadTime, path, "not an ISO-8601 time: ");
+                append_excerpt(detail, s.text);
+                return DecodeError::BadTime;
+            }
+            in_range = in_event_time_range(out);
+            break;
+        case Seen::Number:
+            if (s.num == NumKind::Int) {
+                out = s.i;
+                in_range = in_event_time_range(out);
+            } else if (s.num == NumKind::Double) {
+                // Epoch milliseconds with a fraction: floor to the millisecond. Compared as
+                // doubles first, so the conversion to int64 is always defined.
+                const double f = std::floor(s.d);
+                in_range = f >= static_cast<double>(core::kMinEventTime) &&
+                           f <= static_cast<double>(core::kMaxEventTime);
+                if (in_range) out = static_cast<Millis>(f);
+            }
+            break;
+        }
+        if (!in_range) {
+            detail = "field \"" + path + "\" = ";
+            append_excerpt(detail, s.text, s.seen == Seen::String);
+            detail += kRange;
+            return DecodeError::TimeOutOfRange;
+        }
+        return DecodeError::None;
+    }
+
+    // After take_time: the time is in the event time range, so t − now cannot overflow for
+    // any wall clock inside it either; a clock outside it (a test's) is widened first.
+    DecodeError check_future(Millis t, Millis now) {
+        if (cfg.future_limit == core::kNoTime || now == core::kNoTime) return DecodeError::None;
+        const __int128 ahead = static_cast<__int128>(t) - now;
+        if (ahead <= cfg.future_limit) return DecodeError::None;
+        detail = "event time " + std::to_string(t) + " ms is " + core::int128_to_string(ahead) +
+                 " ms ahead of the server clock (" + std::to_string(now) +
+                 " ms), more than future_limit " + std::to_string(cfg.future_limit) + " ms";
+        return DecodeError::TimeInFuture;
+    }
+
+    // Every value; one an aggregate cannot use is listed in `bad` (the record stays good).
+    void take_values(std::vector<core::Value>& out, std::vector<BadValue>& bad) {
+        out.resize(value_slots.size());
+        bad.clear();
+        for (std::size_t i = 0; i < value_slots.size(); ++i) {
+            out[i] = core::Value::missing();
+            if (value_slots[i] < 0) continue;
+            const Slot& s = slots[value_slots[i]];
+            DecodeError e = DecodeError::None;
+            switch (s.seen) {
+            case Seen::Absent:
+            case Seen::Null: break;
+            case Seen::Number:
+                if (s.num == NumKind::Int) {
+                    out[i] = core::Value::of_int(s.i);
+                } else if (s.num == NumKind::Big) {
+                    out[i] = core::Value::of_big(s.big);
+                } else if (s.integer) {
+                    // Sums of integers are exact; one this long cannot be (nor be stored).
+                    e = field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
+                    append_excerpt(detail, s.text, false);
+                    detail += ", an integer of " + std::to_string(integer_digits(s.text)) +
+                              " digits; at most " + std::to_string(core::kMaxExactIntegerDigits) +
+                              " are summed exactly";
+                } else if (s.num == NumKind::Double) {
+                    out[i] = core::Value::of_double(s.d);
+                } else {
+                    e = field_error(DecodeError::ValueOutOfRange, cfg.value_paths[i], "");
+                    append_excerpt(detail, s.text, false);
+                    detail += ", beyond the double precision range";
+                }
+                break;
+            default:
+                e = field_error(DecodeError::NonNumericValue, cfg.value_paths[i],
+                                kind_name(s.seen));
+            }
+            if (e == DecodeError::None) continue;
+            bad.push_back({i, e, detail});
+            detail.clear();
+        }
+    }
+};
+
+JsonDecoder::JsonDecoder(DecoderConfig cfg) : impl_(std::make_unique<Impl>(std::move(cfg))) {}
+JsonDecoder::~JsonDecoder() = default;
+JsonDecoder::JsonDecoder(JsonDecoder&&) noexcept = default;
+JsonDecoder& JsonDecoder::operator=(JsonDecoder&&) noexcept = default;
+
+const std::string& JsonDecoder::detail() const { return impl_->detail; }
+
+DecodeError JsonDecoder::decode(const char* payload, std::size_t len, const char* key,
+                                std::size_t key_len, core::Millis kafka_ts, core::Millis now,
+                                Decoded& out) {
+    Impl& d = *impl_;
+    d.detail.clear();
+    DecodeError e = d.parse(payload, len);
+    if (e == DecodeError::None) e = d.take_key(key, key_len, out.key);
+    if (e == DecodeError::None) e = d.take_time(kafka_ts, out.time);
+    if (e == DecodeError::None) e = d.check_future(out.time, now);
+    if (e == DecodeError::None) d.take_values(out.values, out.bad);
+    return e;
+}
+
+}  // namespace stoatflow::format

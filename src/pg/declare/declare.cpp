@@ -1,0 +1,308 @@
+// SQL helpers behind the declaration functions: window validation (in the core), the
+// aggregate list parsed with PostgreSQL's own parser, names and field paths. The source's Kafka
+// options and the caller's identity are in declare_source.cpp.
+#include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/error.hpp"
+#include "stoatflow/core/segment_layout.hpp"
+#include "stoatflow/core/window_spec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/border/guard.hpp"
+#include "stoatflow/pg/catalog/catalog.hpp"
+#include "stoatflow/pg/border/spi.hpp"
+#include "stoatflow/pg/sink/sink_writer.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "parser/parse_type.h"
+#include "parser/parser.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
+}
+
+#include "stoatflow/pg/limits.hpp"
+
+using namespace stoatflow;
+using namespace stoatflow::pg;
+
+// _check_window(kind, size_ms, advance_ms, grace_ms, retention_ms) → (retention, interval)
+STOATFLOW_FUNCTION(stoatflow__check_window) {
+    if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
+        throw Error(sqlstate::kInvalidParameterValue,
+                    "window kind, size and grace must not be NULL");
+    const std::string kind = text_to_string(PG_GETARG_DATUM(0));
+    const core::Millis size = PG_GETARG_INT64(1);
+    const core::Millis advance = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
+    const core::Millis grace = PG_GETARG_INT64(3);
+    const core::Millis retention = PG_ARGISNULL(4) ? core::kNoTime : PG_GETARG_INT64(4);
+
+    const core::WindowSpec spec = window_spec_from(kind, size, advance, grace);
+    spec.validate();
+    const core::Millis resolved = core::resolve_retention(spec, retention);
+    const core::SegmentLayout layout(resolved, spec.length());
+
+    TupleDesc desc;
+    if (pg_call([&] { return get_call_result_type(fcinfo, nullptr, &desc); }) != TYPEFUNC_COMPOSITE)
+        throw Error(sqlstate::kInternalError, "_check_window must return a record");
+    Datum values[2] = {Int64GetDatum(resolved), Int64GetDatum(layout.interval())};
+    bool nulls[2] = {false, false};
+    return pg_call([&] {
+        desc = BlessTupleDesc(desc);
+        return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+    });
+}
+
+// ---------------------------------------------------------------------------------
+// Aggregate list: parsed as the target list of "SELECT <aggregates>".
+
+namespace {
+
+[[noreturn]] void bad_aggregates(const std::string& msg, const std::string& hint = {}) {
+    throw Error(sqlstate::kSyntaxError, msg,
+                hint.empty() ? "Write a list like 'count(*) AS views, sum(amount) AS revenue, "
+                               "max(latency_ms)'; nested fields as \"user\".id or 'user.id'."
+                             : hint);
+}
+
+std::string field_path_of(Node* arg) {
+    if (IsA(arg, ColumnRef)) {
+        std::string path;
+        ListCell* lc;
+        foreach (lc, castNode(ColumnRef, arg)->fields) {
+            Node* f = static_cast<Node*>(lfirst(lc));
+            if (!IsA(f, String))
+                bad_aggregates("an aggregate argument may not use \"*\" as a field");
+            if (!path.empty()) path += '.';
+            path += strVal(f);
+        }
+        return path;
+    }
+    if (IsA(arg, A_Const)) {
+        auto* c = castNode(A_Const, arg);
+        if (!c->isnull && IsA(&c->val, String)) return strVal(&c->val);
+    }
+    bad_aggregates("an aggregate argument must be a field name or a quoted field path");
+}
+
+}  // namespace
+
+namespace {
+// PostgreSQL's scanner truncates identifiers longer than NAMEDATALEN - 1 bytes (with a NOTICE);
+// two long aliases could become one column. Refuse them before the parser sees them (SPEC 10).
+void refuse_long_identifiers(const std::string& text) {
+    const auto too_long = [](const std::string& name) {
+        throw Error(sqlstate::kNameTooLong,
+                    "identifier \"" + name + "\" is longer than " + std::to_string(kMaxNameBytes) +
+                        " bytes",
+                    "PostgreSQL would truncate it; use a shorter name.");
+    };
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    while (i < n) {
+        const char c = text[i];
+        if (c == '\'') {  // a string literal ('' escapes a quote): not a name
+            for (++i; i < n; ++i)
+                if (text[i] == '\'') {
+                    if (i + 1 < n && text[i + 1] == '\'')
+                        ++i;
+                    else
+                        break;
+                }
+            ++i;
+        } else if (c == '"') {
+            std::string name;
+            for (++i; i < n; ++i) {
+                if (text[i] == '"') {
+                    if (i + 1 < n && text[i + 1] == '"')
+                        name += text[++i];
+                    else
+                        break;
+                } else {
+                    name += text[i];
+                }
+            }
+            ++i;
+            if (name.size() > kMaxNameBytes) too_long(name);
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
+                   static_cast<unsigned char>(c) >= 0x80) {
+            const std::size_t start = i;
+            while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
+                             text[i] == '$' || static_cast<unsigned char>(text[i]) >= 0x80))
+                ++i;
+            if (i - start > kMaxNameBytes) too_long(text.substr(start, i - start));
+        } else {
+            ++i;
+        }
+    }
+}
+}  // namespace
+
+std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& list) {
+    refuse_long_identifiers(list);
+    const std::string sql = "SELECT " + list;
+    List* stmts = pg_call([&] { return raw_parser(sql.c_str(), RAW_PARSE_DEFAULT); });
+    if (list_length(stmts) != 1)
+        bad_aggregates("the aggregate list must be one list of aggregates");
+    Node* stmt = linitial_node(RawStmt, stmts)->stmt;
+    if (!IsA(stmt, SelectStmt)) bad_aggregates("the aggregate list is not a list of aggregates");
+    auto* select = castNode(SelectStmt, stmt);
+    if (select->fromClause || select->whereClause || select->groupClause || select->havingClause ||
+        select->sortClause || select->distinctClause || select->limitCount || select->limitOffset ||
+        select->windowClause || select->valuesLists || select->op != SETOP_NONE ||
+        select->withClause)
+        bad_aggregates("the aggregate list must contain aggregates only");
+
+    std::vector<core::AggSpec> specs;
+    ListCell* lc;
+    foreach (lc, select->targetList) {
+        auto* target = lfirst_node(ResTarget, lc);
+        if (!IsA(target->val, FuncCall))
+            bad_aggregates(
+                "each item of the aggregate list must be an aggregate call such as sum(amount)");
+        auto* call = castNode(FuncCall, target->val);
+        if (list_length(call->funcname) != 1)
+            bad_aggregates("aggregate names must not be schema-qualified");
+        const std::string name = strVal(linitial(call->funcname));
+        if (call->agg_distinct || call->agg_order || call->agg_filter || call->over ||
+            call->func_variadic || call->agg_within_group)
+            bad_aggregates("aggregate \"" + name +
+                           "\" may not use DISTINCT, ORDER BY, FILTER, OVER or VARIADIC");
+        core::AggSpec spec;
+        spec.fn = core::agg_fn_from_name(name);
+        if (call->agg_star) {
+            if (spec.fn != core::AggFn::Count)
+                bad_aggregates(name + "(*) is not an aggregate; only count(*) takes \"*\"");
+            spec.fn = core::AggFn::CountStar;
+        } else {
+            if (list_length(call->args) != 1)
+                bad_aggregates("aggregate \"" + name + "\" takes exactly one field");
+            spec.field = field_path_of(static_cast<Node*>(linitial(call->args)));
+        }
+        if (target->name) spec.column = target->name;
+        specs.push_back(std::move(spec));
+    }
+    auto normalized = core::normalize_aggregates(std::move(specs));
+    // A column name PostgreSQL would truncate could collide with another: refused (SPEC 10).
+    for (const auto& spec : normalized)
+        if (spec.column.size() > kMaxNameBytes)
+            throw Error(sqlstate::kNameTooLong,
+                        "column name \"" + spec.column + "\" is longer than " +
+                            std::to_string(kMaxNameBytes) + " bytes",
+                        "Name the aggregate with a shorter AS name.");
+    return normalized;
+}
+
+// _parse_aggregates(text) → SETOF (fn, field, column_name, column_type)
+STOATFLOW_FUNCTION(stoatflow__parse_aggregates) {
+    const std::string list = text_to_string(PG_GETARG_DATUM(0));
+    const auto specs = parse_aggregates(list);
+    pg_call([&] { InitMaterializedSRF(fcinfo, 0); });
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    for (const auto& s : specs) {
+        const std::string fn = agg_fn_catalog_name(s.fn);
+        const char* type = sql_type(core::column_type(s.fn)).name;
+        pg_call([&] {
+            Datum values[4] = {CStringGetTextDatum(fn.c_str()),
+                               CStringGetTextDatum(s.field.c_str()),
+                               CStringGetTextDatum(s.column.c_str()), CStringGetTextDatum(type)};
+            bool nulls[4] = {false, false, false, false};
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        });
+    }
+    return (Datum)0;
+}
+
+// _sink_columns(aggregates) → SETOF (column_name, column_type, definition): the sink's shape as the
+// worker writes it (sink_columns), for create_aggregation to check an existing sink against and to
+// create a missing one from. column_type as format_type() spells it.
+STOATFLOW_FUNCTION(stoatflow__sink_columns) {
+    const std::string list = text_to_string(PG_GETARG_DATUM(0));
+    const auto specs = parse_aggregates(list);
+    const Columns cols = sink_columns(core::AggLayout(specs));
+    pg_call([&] { InitMaterializedSRF(fcinfo, 0); });
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    for (std::size_t c = 0; c < cols.names.size(); ++c) {
+        const std::string& name = cols.names[c];
+        const bool aggregate = std::any_of(
+            specs.begin(), specs.end(), [&](const core::AggSpec& s) { return s.column == name; });
+        // An aggregate over no value is NULL (min, max, avg); the window's own columns never are.
+        const char* constraint = aggregate         ? ""
+                                 : name == "final" ? " NOT NULL DEFAULT false"
+                                                   : " NOT NULL";
+        const Oid type = cols.types[c];
+        pg_call([&] {
+            const char* type_name = format_type_be(type);
+            const std::string definition = std::string(type_name) + constraint;
+            Datum values[3] = {CStringGetTextDatum(name.c_str()), CStringGetTextDatum(type_name),
+                               CStringGetTextDatum(definition.c_str())};
+            bool nulls[3] = {false, false, false};
+            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        });
+    }
+    return (Datum)0;
+}
+
+// _check_field_path(what, path): a source's key or event-time path, judged as the field path it
+// is (not as an aggregate's default column name, which could be too long where the path is not).
+STOATFLOW_FUNCTION(stoatflow__check_field_path) {
+    const std::string what = text_to_string(PG_GETARG_DATUM(0));
+    const std::string path = text_to_string(PG_GETARG_DATUM(1));
+    try {
+        core::validate_field_path(path);
+    } catch (const Error& e) {
+        throw Error(e.sqlstate(), what + ": " + e.what(), e.hint());
+    }
+    PG_RETURN_VOID();
+}
+
+// _check_names(window_kind, emit): the names the core knows (window_kind_from_name,
+// emit_strategy_from_name), so that the declarations never spell them out themselves.
+STOATFLOW_FUNCTION(stoatflow__check_names) {
+    if (PG_ARGISNULL(1)) core::emit_strategy_from_name("<NULL>");
+    core::emit_strategy_from_name(text_to_string(PG_GETARG_DATUM(1)));
+    if (PG_ARGISNULL(0)) core::window_kind_from_name("<NULL>");
+    core::window_kind_from_name(text_to_string(PG_GETARG_DATUM(0)));
+    PG_RETURN_VOID();
+}
+
+// _check_sink(sink, sink_name, column_names, column_types, key_columns): an existing sink judged
+// at declaration by the rule every write uses (check_sink_shape): column_types as format_type
+// spells them (_sink_columns_of), key_columns without window_start.
+STOATFLOW_FUNCTION(stoatflow__check_sink) {
+    for (int i = 0; i < 5; ++i)
+        if (PG_ARGISNULL(i))
+            throw Error(sqlstate::kInvalidParameterValue, "_check_sink takes no NULL argument");
+    const Oid sink = PG_GETARG_OID(0);
+    const std::string display = text_to_string(PG_GETARG_DATUM(1));
+    const std::vector<std::string> names = text_array_to_vector(PG_GETARG_DATUM(2));
+    const std::vector<std::string> types = text_array_to_vector(PG_GETARG_DATUM(3));
+    if (names.size() != types.size())
+        throw Error(sqlstate::kInvalidParameterValue, "_check_sink: names and types differ");
+    SinkShape shape;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const char* type = types[i].c_str();
+        const Oid oid = pg_call([&] {
+            Oid t;
+            int32 typmod;
+            parseTypeString(type, &t, &typmod, false);
+            return t;
+        });
+        shape.cols.add(names[i], oid);
+    }
+    shape.key = text_array_to_vector(PG_GETARG_DATUM(4));
+    shape.key.push_back("window_start");
+    check_sink_shape(sink, display, "", shape, SinkCheck::Declaring);
+    PG_RETURN_VOID();
+}

@@ -1,0 +1,113 @@
+// stoatflow.wait_caught_up(source, timeout): reads the end offset of each partition of each of
+// the source's topics from the broker when called, then waits until the source's committed
+// offsets reach them.
+// Honours the timeout (returns false) and query cancel.
+#include "stoatflow/core/error.hpp"
+#include "stoatflow/kafka/consumer.hpp"
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "stoatflow/pg/catalog/catalog.hpp"
+#include "stoatflow/pg/border/spi.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+}
+
+using namespace stoatflow;
+using namespace stoatflow::pg;
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+long ms_left(Clock::time_point deadline) {
+    return static_cast<long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+}
+
+void sleep_interruptible(long ms) {
+    pg_call([&] {
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, ms,
+                        PG_WAIT_EXTENSION);
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
+    });
+}
+}  // namespace
+
+STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
+    if (PG_ARGISNULL(0))
+        throw Error(sqlstate::kInvalidParameterValue, "source name must not be NULL");
+    const std::string name = text_to_string(PG_GETARG_DATUM(0));
+    long timeout_ms = 60000;
+    if (!PG_ARGISNULL(1)) {
+        const Interval* iv = PG_GETARG_INTERVAL_P(1);
+        if (iv->month != 0)
+            throw Error(sqlstate::kInvalidParameterValue, "timeout must not use months or years");
+        const double ms =
+            (static_cast<double>(iv->day) * 86400000.0) + static_cast<double>(iv->time) / 1000.0;
+        if (ms < 0) throw Error(sqlstate::kInvalidParameterValue, "timeout must not be negative");
+        timeout_ms = static_cast<long>(std::min(ms, 86400000.0 * 365));
+    }
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+
+    SourceDef src;
+    {
+        SpiSession spi;
+        src = load_source(name);
+        spi.finish();
+    }
+
+    // What the topic holds now. An unreachable broker is retried until the deadline.
+    std::map<core::TopicPartition, std::int64_t> targets;
+    for (;;) {
+        try {
+            targets = kafka::high_watermarks(
+                src.brokers, src.kafka_options, src.topics,
+                static_cast<int>(std::max(100L, std::min(ms_left(deadline), 10000L))));
+            break;
+        } catch (const Error& e) {
+            if (ms_left(deadline) <= 0) {
+                const std::string msg = e.what();
+                pg_call([&] {
+                    ereport(WARNING,
+                            (errmsg("stoatflow: source \"%s\" could not reach its broker: %s",
+                                    name.c_str(), msg.c_str())));
+                });
+                PG_RETURN_BOOL(false);
+            }
+            sleep_interruptible(std::min(200L, std::max(1L, ms_left(deadline))));
+        }
+    }
+
+    for (;;) {
+        bool done = true;
+        {
+            SpiSession spi;
+            std::map<core::TopicPartition, std::int64_t> committed;
+            const auto n =
+                spi_exec("SELECT topic, partition, next_offset FROM stoatflow.partition_offset "
+                         "WHERE source_id OPERATOR(pg_catalog.=) $1",
+                         {arg_int32(src.id)});
+            for (std::uint64_t r = 0; r < n; ++r) {
+                const std::int32_t t = topic_index(src, *spi_text(r, 1));
+                if (t >= 0)
+                    committed[{t, static_cast<std::int32_t>(*spi_int64(r, 2))}] = *spi_int64(r, 3);
+            }
+            spi.finish();
+            for (const auto& [p, high] : targets) {
+                if (high <= 0) continue;
+                auto it = committed.find(p);
+                if (it == committed.end() || it->second < high) done = false;
+            }
+        }
+        if (done) PG_RETURN_BOOL(true);
+        if (ms_left(deadline) <= 0) PG_RETURN_BOOL(false);
+        sleep_interruptible(std::min(50L, std::max(1L, ms_left(deadline))));
+    }
+}

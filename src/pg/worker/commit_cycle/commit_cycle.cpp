@@ -1,0 +1,310 @@
+// The commit cycle's writing side: restore a source's record path from the committed state,
+// and write each snapshot in the current transaction — changed window state (bulk, into
+// segment tables), sink deletes and upserts (as the aggregation's owner), segment expiry,
+// dead letters, progress and offsets.
+#include "stoatflow/core/error.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/worker/commit_cycle.hpp"
+#include "stoatflow/pg/border/rows.hpp"
+#include "stoatflow/pg/border/sandbox.hpp"
+#include "stoatflow/pg/border/spi.hpp"
+#include "stoatflow/pg/border/text.hpp"
+#include "stoatflow/pg/limits.hpp"
+
+extern "C" {
+#include "catalog/pg_type.h"
+}
+
+namespace stoatflow::pg {
+
+flow::RecordPathConfig record_path_config(const SourceDef& src,
+                                          const std::vector<AggregationDef>& aggs,
+                                          const RowType* row_type, const ExecSet* exec) {
+    flow::RecordPathConfig cfg;
+    cfg.executor = exec != nullptr && exec->any();
+    cfg.topics = src.topics;
+    cfg.decoder.max_key_bytes = src.max_key_bytes;
+    cfg.decoder.future_limit = src.future_limit;
+    if (row_type != nullptr) {
+        flow::RowPlan plan;
+        for (std::size_t i = 0; i < row_type->width(); ++i) {
+            plan.names.push_back(row_type->column(i).name);
+            plan.fast.push_back(row_type->column(i).fast);
+        }
+        plan.paths = row_type->paths();
+        plan.key_col = row_type->index_of(src.key_path.empty() ? "kafka_key" : src.key_path);
+        plan.time_col = row_type->index_of(src.event_time_path.empty() ? "kafka_timestamp"
+                                                                       : src.event_time_path);
+        // An expression instead of a column (-1): the source runs in executor mode.
+        if ((plan.key_col < 0 || plan.time_col < 0) && !cfg.executor)
+            throw Error(sqlstate::kUndefinedColumn,
+                        "source \"" + src.name + "\": key or event_time names no column");
+        cfg.row = std::move(plan);
+    } else {
+        cfg.decoder.key_path = src.key_path;
+        cfg.decoder.time_path = src.event_time_path;
+        std::set<std::string> seen;
+        for (const auto& a : aggs)
+            for (const auto& s : a.aggregates)
+                if (!s.field.empty() && seen.insert(s.field).second)
+                    cfg.decoder.value_paths.push_back(s.field);
+    }
+    cfg.max_out_of_orderness = src.max_out_of_orderness;
+    cfg.idle_timeout = src.idle_timeout;
+    for (std::size_t i = 0; i < aggs.size(); ++i) {
+        const AggregationDef& a = aggs[i];
+        cfg.aggregations.push_back({a.name, a.spec, a.aggregates, a.emit, a.retention,
+                                    a.segment_interval,
+                                    exec != nullptr ? exec->external[i] : nullptr});
+    }
+    return cfg;
+}
+
+CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations,
+                         UserCodeLedger* ledger)
+    : source_(std::move(source)), row_(make_row(source_)),
+      exec_(make_exec(source_, aggregations, row_.get())),
+      path_(
+          record_path_config(source_, aggregations, row_ ? &row_->type() : nullptr, exec_.get())) {
+    if (row_) {
+        key_column_ = source_.key_path.empty() ? "kafka_key" : source_.key_path;
+        time_column_ =
+            source_.event_time_path.empty() ? "kafka_timestamp" : source_.event_time_path;
+        for (const auto& a : aggregations)
+            for (const auto& s : a.aggregates) {
+                const int c = s.field.empty() ? -1 : row_->type().index_of(s.field);
+                if (c >= 0 && std::find(value_columns_.begin(), value_columns_.end(), c) ==
+                                  value_columns_.end())
+                    value_columns_.push_back(c);
+            }
+        // Executor mode converts only what is read: the event time, the fast path's key and
+        // values, and the executors' columns (make_exec marked those).
+        if (exec_) {
+            exec_->used.resize(row_->type().width(), false);
+            const int t = row_->type().index_of(time_column_),
+                      k = row_->type().index_of(key_column_);
+            if (t >= 0) exec_->used[t] = true;
+            if (exec_->has_fast && k >= 0) exec_->used[k] = true;
+            for (int c : value_columns_) exec_->used[c] = true;
+        }
+    }
+    ledger_ = ledger != nullptr ? ledger : &own_ledger_;
+    aggs_.reserve(aggregations.size());
+    for (auto& def : aggregations) {
+        SegmentStore segments(def.id, def.segment_interval, def.retention);
+        aggs_.push_back({std::move(def), std::move(segments), SinkWriter{}, {}, 0, 0, -1});
+    }
+}
+
+core::Millis committed_watermark(std::int32_t aggregation_id) {
+    if (spi_exec(
+            "SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
+            "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
+            {arg_int32(aggregation_id)}) > 0 &&
+        !spi_isnull(0, 1))
+        return *spi_int64(0, 1);
+    return core::kNoTime;
+}
+
+void CommitCycle::restore() {
+    if (spi_exec("SELECT watermark_state, commit_seq FROM stoatflow.source_progress "
+                 "WHERE source_id OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(source_.id)}) > 0)
+        path_.restore_progress(*spi_text(0, 1), *spi_int64(0, 2));
+    const auto n = spi_exec("SELECT topic, partition, next_offset FROM stoatflow.partition_offset "
+                            "WHERE source_id OPERATOR(pg_catalog.=) $1",
+                            {arg_int32(source_.id)});
+    for (std::uint64_t r = 0; r < n; ++r) {
+        const std::int32_t t = topic_index(source_, *spi_text(r, 1));
+        if (t < 0)
+            throw Error(sqlstate::kDataCorrupted,
+                        "source \"" + source_.name + "\" has a committed offset for topic \"" +
+                            *spi_text(r, 1) + "\", which is not one of its topics");
+        path_.restore_offset({t, static_cast<std::int32_t>(*spi_int64(r, 2))}, *spi_int64(r, 3));
+    }
+
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        Aggregation& a = aggs_[i];
+        if (spi_exec(
+                "SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
+                "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written, filtered "
+                "FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                {arg_int32(a.def.id)}) > 0) {
+            a.base.records_in = *spi_int64(0, 1);
+            a.base.dropped_late_window = *spi_int64(0, 2);
+            a.base.dropped_late_session = *spi_int64(0, 3);
+            a.base.windows_emitted = *spi_int64(0, 4);
+            a.base.windows_reemitted = *spi_int64(0, 5);
+            a.base.sessions_merged = *spi_int64(0, 6);
+            a.state_rows = *spi_int64(0, 7);
+            a.state_bytes = *spi_int64(0, 8);
+            a.base.filtered = *spi_int64(0, 9);
+        }
+        a.sink.restore(a.def.id);
+        a.segments.load();
+        // An executor aggregation's states are read back by its owner's receive and
+        // deserialization functions: the rows are read as the worker (the state tables are
+        // not the owner's), then restored in the owner's sandbox.
+        if (path_.layout(i).external() == nullptr) {
+            a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) {
+                path_.restore_window(i, row);
+            });
+            continue;
+        }
+        std::vector<core::WindowStateRow> rows;
+        a.segments.read_windows(path_.layout(i),
+                                [&](const core::WindowStateRow& row) { rows.push_back(row); });
+        run_as_owner(a.def.owner, [&] {
+            for (const auto& row : rows) path_.restore_window(i, row);
+        });
+    }
+}
+
+void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& snap,
+                                    CommitCounts& counts) {
+    Aggregation& agg = aggs_[i];
+    const flow::CommitSnapshot::Aggregation& a = snap.aggs[i];
+    const core::CommitOutput& out = a.out;
+    const core::AggLayout& layout = path_.layout(i);
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    const SegmentStore::Written written = agg.segments.write(layout, out.state, snap.seq);
+    agg.state_rows += written.rows;
+    agg.state_bytes += written.bytes;
+    counts.state_bytes += written.bytes;
+    const auto t1 = Clock::now();
+    agg.sink.write(agg.def, layout, out, snap.now);
+    counts.state_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+    counts.sink_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+    // Everything closed by W was emitted in this same commit, so the emit frontier is W under
+    // both strategies; expiry runs behind it.
+    const core::Millis frontier = snap.watermark;
+    agg.segments.expire(frontier);
+    const auto& st = a.stats;
+    bool closed_some = false;
+    for (const auto& u : out.upserts) closed_some |= u.final;
+    if (closed_some)
+        agg.freshness_lag =
+            snap.w_moved_at > 0 ? std::max<core::Millis>(0, snap.now - snap.w_moved_at) : 0;
+    const std::int64_t owed = agg.sink.owed_windows(agg.def.id);
+    // The aggregation's own error: its sink's while that fails, else what its code last did
+    // wrong (kept after recovery, like a source's last_error); status says which state it is in.
+    std::string error = agg.sink.error();
+    std::string status = error.empty() ? "running" : "error";
+    if (const UserCodeLedger::Stall* st = ledger_->resting(agg.def.id, snap.now)) {
+        status = "stalled";
+        error = st->error;
+    } else if (error.empty()) {
+        const auto e = ledger_->last_error.find(agg.def.id);
+        if (e != ledger_->last_error.end()) error = e->second;
+    }
+    spi_exec(
+        "UPDATE stoatflow.aggregation_progress SET emit_frontier_ms = $2, records_in = $3, "
+        "dropped_late_window = $4, dropped_late_session = $5, windows_emitted = $6, "
+        "windows_reemitted = $7, sessions_merged = $8, state_rows_written = $9, "
+        "state_bytes_written = $10, open_windows = $11, keys_with_open_windows = $12, "
+        "freshness_lag_ms = coalesce($13, freshness_lag_ms), last_commit_at = pg_catalog.now(), "
+        "last_error = CASE WHEN $14 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $14 END, sink_owed = $15, "
+        "filtered = $16, status = $17 "
+        "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+        {arg_int32(agg.def.id), frontier == core::kNoTime ? arg_null(INT8OID) : arg_int64(frontier),
+         arg_int64(agg.base.records_in + st.records_in),
+         arg_int64(agg.base.dropped_late_window + st.dropped_late_window),
+         arg_int64(agg.base.dropped_late_session + st.dropped_late_session),
+         arg_int64(agg.base.windows_emitted + st.windows_emitted),
+         arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
+         arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
+         arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
+         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag), arg_text(error),
+         arg_int64(owed), arg_int64(agg.base.filtered + st.filtered), arg_text(status)});
+}
+
+void CommitCycle::commit(core::Millis now) { write(take_snapshot(now)); }
+
+flow::CommitSnapshot CommitCycle::take_snapshot(core::Millis now) {
+    // Serializing an executor aggregation's states runs its owner's send and serialization
+    // functions: each in its sandbox.
+    return path_.take_snapshot(now, [this](std::size_t i, const std::function<void()>& body) {
+        run_as_owner(aggs_[i].def.owner, body);
+    });
+}
+
+CommitCounts CommitCycle::write(const flow::CommitSnapshot& snap) {
+    CommitCounts counts;
+    counts.records = snap.records;
+    counts.dead_letters = static_cast<std::int64_t>(snap.dead.size());
+    for (std::size_t i = 0; i < aggs_.size(); ++i) {
+        write_aggregation(i, snap, counts);
+        counts.state_rows += static_cast<std::int64_t>(snap.aggs[i].out.state.size());
+        counts.sink_rows += static_cast<std::int64_t>(snap.aggs[i].out.upserts.size());
+        counts.sink_deletes += static_cast<std::int64_t>(snap.aggs[i].out.deletes.size());
+    }
+    write_dead_letters(snap);
+    write_progress(snap);
+    return counts;
+}
+
+void CommitCycle::write_dead_letters(const flow::CommitSnapshot& snap) {
+    if (snap.dead.empty()) return;
+    std::vector<Datum> topics, parts, offsets, reasons, details, payloads;
+    for (const auto& d : snap.dead) {
+        topics.push_back(text_datum(path_.topic_name(d.from.topic)));
+        parts.push_back(Int32GetDatum(d.from.partition));
+        offsets.push_back(Int64GetDatum(d.offset));
+        reasons.push_back(text_datum(d.reason));
+        details.push_back(
+            text_datum(storable_text(d.detail.data(), d.detail.size(), kDeadLetterDetailBytes)));
+        payloads.push_back(text_datum(d.payload));
+    }
+    spi_exec(
+        "INSERT INTO stoatflow.dead_letters (source_name, topic, partition, \"offset\", reason, detail, payload) "
+        "SELECT $1, t, p, o, r, d, y FROM " +
+            unnest_rows(6, 2) + " AS u(t, p, o, r, d, y)",
+        {arg_text(source_.name),
+         {TEXTARRAYOID, make_array(topics, {}, TEXTOID)},
+         {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+         {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
+         {TEXTARRAYOID, make_array(reasons, {}, TEXTOID)},
+         {TEXTARRAYOID, make_array(details, {}, TEXTOID)},
+         {TEXTARRAYOID, make_array(payloads, {}, TEXTOID)}});
+}
+
+void CommitCycle::write_progress(const flow::CommitSnapshot& snap) {
+    spi_exec(
+        "INSERT INTO stoatflow.source_progress (source_id, watermark_ms, watermark_state, commit_seq, committed_at) "
+        "VALUES ($1, $2, $3, $4, pg_catalog.now()) ON CONFLICT (source_id) DO UPDATE SET "
+        "watermark_ms = EXCLUDED.watermark_ms, watermark_state = EXCLUDED.watermark_state, "
+        "commit_seq = EXCLUDED.commit_seq, committed_at = EXCLUDED.committed_at",
+        {arg_int32(source_.id),
+         snap.watermark == core::kNoTime ? arg_null(INT8OID) : arg_int64(snap.watermark),
+         arg_text(snap.watermark_state), arg_int64(snap.seq)});
+    if (snap.next_offsets.empty()) return;
+    std::vector<Datum> topics, parts, offsets, skipped;
+    for (const auto& [tp, o] : snap.next_offsets) {
+        topics.push_back(text_datum(path_.topic_name(tp.topic)));
+        parts.push_back(Int32GetDatum(tp.partition));
+        offsets.push_back(Int64GetDatum(o));
+        const auto s = snap.skipped.find(tp);
+        skipped.push_back(Int64GetDatum(s == snap.skipped.end() ? 0 : s->second));
+    }
+    spi_exec(
+        "INSERT INTO stoatflow.partition_offset (source_id, topic, partition, next_offset, offsets_skipped) "
+        "SELECT $1, t, p, o, s FROM " +
+            unnest_rows(4, 2) +
+            " AS u(t, p, o, s) "
+            "ON CONFLICT (source_id, topic, partition) DO UPDATE SET next_offset = EXCLUDED.next_offset, "
+            "offsets_skipped = partition_offset.offsets_skipped OPERATOR(pg_catalog.+) EXCLUDED.offsets_skipped",
+        {arg_int32(source_.id),
+         {TEXTARRAYOID, make_array(topics, {}, TEXTOID)},
+         {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+         {INT8ARRAYOID, make_array(offsets, {}, INT8OID)},
+         {INT8ARRAYOID, make_array(skipped, {}, INT8OID)}});
+}
+
+}  // namespace stoatflow::pg

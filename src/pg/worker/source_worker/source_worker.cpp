@@ -1,0 +1,384 @@
+// A source worker's lifecycle: start (restore the committed state, seek the consumer), the
+// loop with its per-iteration memory and failure backoff, the memory-limit stop, the rebuild
+// when partitions are added, and the status row. The step itself is in consume_step.cpp.
+#include "stoatflow/core/error.hpp"
+
+#include <optional>
+
+#include <malloc.h>
+#include <string>
+
+#include "stoatflow/pg/catalog/catalog.hpp"
+#include "stoatflow/pg/worker/consume_step.hpp"
+#include "stoatflow/pg/limits.hpp"
+#include "stoatflow/pg/settings.hpp"
+#include "stoatflow/pg/worker/source_worker.hpp"
+#include "stoatflow/pg/border/spi.hpp"
+#include "stoatflow/pg/worker/worker_loop.hpp"
+
+extern "C" {
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "utils/memutils.h"
+#include "storage/ipc.h"
+
+PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
+}
+
+namespace stoatflow::pg {
+
+namespace {
+
+std::string megabytes(std::int64_t bytes) {
+    return std::to_string((bytes + (1 << 19)) >> 20) + " MB";
+}
+}  // namespace
+
+SourceWorker::SourceWorker(std::int32_t source_id, const flow::Clock& clock)
+    : source_id_(source_id), clock_(clock) {}
+
+void SourceWorker::run() {
+    flow::Backoff backoff(kFailureRetryFirstMs, kFailureRetryMaxMs);
+    LoopMemory loop;
+    while (!got_sigterm) {
+        loop.next_iteration();
+        try {
+            if (memory_stopped_at_ != 0) {  // stopped in the middle of a batch: see below
+                if (!memory_stop_over()) {
+                    wait_ms(kIdleCheckMs);
+                    continue;
+                }
+            }
+            if (!pipeline_) {
+                const Start st = start();
+                if (st == Start::Dropped) return;
+                if (st == Start::NoAggregations) {
+                    wait_ms(kIdleCheckMs);
+                    continue;
+                }
+            }
+            step();
+            backoff.succeeded();
+        } catch (const MemoryLimitExceeded& e) {
+            memory_stop(e);
+        } catch (const AggregationRebuild& e) {
+            // One aggregation's fold failed: its state cannot be trusted. Start over from the
+            // committed state at once (no backoff, not a failure of the source); the failing
+            // record is then that aggregation's dead letter (UserCodeLedger).
+            start_over(e.what());
+        } catch (const Error& e) {
+            if (e.sqlstate() != sqlstate::kQueryCanceled) {
+                fail(e.what());
+                wait_ms(backoff.failed());
+                continue;
+            }
+            // A cancel (pg_cancel_backend, drop_aggregation interrupting an owner's code) or
+            // SIGTERM: drop what is uncommitted and start over (or leave); the source did not fail.
+            start_over(e.what());
+            if (!got_sigterm) wait_ms(kCancelRestartMs);
+        } catch (const std::exception& e) {
+            // Whatever was consumed since the last commit is discarded with the
+            // pipeline; the next start resumes from the committed state.
+            fail(e.what());
+            wait_ms(backoff.failed());
+        }
+    }
+    if (pipeline_) {
+        try {
+            commit(true);  // graceful shutdown: make durable what was consumed
+        } catch (const std::exception& e) {
+            fail(e.what());
+        }
+    }
+}
+
+// Not a failure of the source (no backoff, no status): everything uncommitted is dropped and
+// the next iteration starts over from the committed state.
+void SourceWorker::start_over(const std::string& why) {
+    pg_call([&] {
+        ereport(LOG, (errmsg("stoatflow source %d: %s; starting over from the committed state",
+                             source_id_, why.c_str())));
+    });
+    drop_pipeline();
+}
+
+void SourceWorker::drop_pipeline() {
+    pipeline_.reset();
+    consumer_.reset();
+}
+
+// A source without aggregations does not consume: records read before the first
+// aggregation exists would be committed past and never seen by it.
+SourceWorker::Start SourceWorker::start() {
+    drop_pipeline();
+    // A new library over an old catalog (before ALTER EXTENSION stoatflow UPDATE): wait,
+    // touching nothing, until the catalog is the one this library was built for.
+    std::string installed;
+    in_transaction([&] {
+        if (spi_exec(
+                "SELECT extversion FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) "
+                "'stoatflow'") > 0)
+            installed = spi_text(0, 1).value_or("");
+    });
+    if (installed != STOATFLOW_VERSION) {
+        set_status("error", "the stoatflow library is version " STOATFLOW_VERSION
+                            " but the extension in this database is version " +
+                                installed + ": run ALTER EXTENSION stoatflow UPDATE");
+        return Start::NoAggregations;
+    }
+    std::optional<SourceDef> src;
+    std::vector<AggregationDef> aggs;
+    in_transaction([&] {
+        src = load_source_by_id(source_id_);
+        if (src) {
+            aggs = load_aggregations(source_id_);
+            signature_ = aggregation_signature();
+        }
+    });
+    if (!src) return Start::Dropped;
+    if (aggs.empty()) {
+        set_status("idle", "");
+        return Start::NoAggregations;
+    }
+    const std::string name = src->name;
+    pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
+    std::unique_ptr<CommitCycle> pipeline;
+    in_transaction([&] {
+        pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs),
+                                                 &ledger_);  // resolves a row type
+        pipeline->restore();
+    });
+
+    auto consumer = std::make_unique<kafka::Consumer>(
+        src->brokers, src->kafka_options, "stoatflow-" + std::string(database_name) + "-" + name);
+    consumer->want_headers(src->has_columns);  // kafka_headers
+    std::vector<kafka::PartitionStart> starts;
+    std::vector<std::size_t> counts;
+    topics_ = src->topics;  // (note_skip names them)
+    high_.clear();
+    const bool latest = src->start_offset == "latest";
+    const bool fresh = pipeline->path().next_offsets().empty();
+    const auto& stored_offsets = pipeline->path().next_offsets();
+    // Every partition of every topic; the watermark is one over all of them (SPEC 11).
+    for (std::size_t t = 0; t < src->topics.size(); ++t) {
+        const std::string& topic = src->topics[t];
+        const auto parts = consumer->partitions(topic, kKafkaTimeoutMs);
+        counts.push_back(parts.size());
+        for (std::int32_t p : parts) {
+            const core::TopicPartition tp{static_cast<std::int32_t>(t), p};
+            const auto stored = stored_offsets.find(tp);
+            const auto [lo, hi] = consumer->watermarks(topic, p, kKafkaTimeoutMs);
+            std::int64_t from;
+            if (stored != stored_offsets.end()) {
+                from = stored->second;
+                // Retention deleted records while the source was away: skipped, counted,
+                // recorded with the next commit (never silently).
+                if (from < lo) {
+                    note_skip(pipeline->path(), tp, from, lo);
+                    from = lo;
+                }
+            } else {
+                // start_offset applies to a new source only; a partition added to a running
+                // topic is read from its start.
+                from = latest && fresh ? hi : lo;
+            }
+            starts.push_back({tp, from});
+            // A partition with records left to read holds the watermark until its first one.
+            pipeline->path().watermark().assign(tp.id(), hi > from);
+            high_[tp] = hi;
+        }
+    }
+    consumer->assign(src->topics, starts);
+    partitions_ = counts;
+    partitions_checked_at_ = clock_.now();
+    idle_shown_.clear();
+    pipeline_ = std::move(pipeline);
+    consumer_ = std::move(consumer);
+    commit_timer_.committed(clock_.now());
+    committed_w_ = pipeline_->path().watermark().current();
+    offsets_moved_ =
+        pipeline_->path().skipped_pending();  // a skip found at start is committed soon
+    status_moved_ = true;
+    status_rule_.progress(clock_.now());
+    // After a failure the status stays 'error' until a commit succeeds (no flapping).
+    if (!status_rule_.failed()) set_status("running", status_rule_.last_error());
+    return Start::Started;
+}
+
+// Partitions added to any of the topics while the source runs: librdkafka refreshes its metadata
+// only every few minutes, and an explicit assignment never grows by itself. Seen, the worker
+// commits and starts over from the committed state with every partition assigned (the new ones
+// from their start). A topic that is gone shows as the source's error.
+bool SourceWorker::partitions_added(core::Millis now) {
+    if (now - partitions_checked_at_ < kPartitionCheckMs) return false;
+    partitions_checked_at_ = now;
+    std::string msg;
+    for (std::size_t t = 0; t < topics_.size(); ++t) {
+        std::size_t n = 0;
+        try {
+            n = consumer_->partitions(topics_[t], kKafkaTimeoutMs).size();
+        } catch (const Error& e) {
+            // Also the probe for a broker that hangs (port open, no answer): librdkafka's
+            // fetches then just wait, and nothing else would show it.
+            status_rule_.broker_error(now, e.what());
+            return false;
+        }
+        if (n > partitions_[t])
+            msg += (msg.empty() ? "" : ", ") + std::string("topic ") + topics_[t] + " grew from " +
+                   std::to_string(partitions_[t]) + " to " + std::to_string(n) + " partitions";
+    }
+    if (msg.empty()) return false;
+    pg_call([&] { elog(LOG, "stoatflow source %d: %s: assigning them", source_id_, msg.c_str()); });
+    commit(false);
+    drop_pipeline();
+    return true;
+}
+
+// stoatflow.worker_memory_limit (SPEC 10): past it, commit what was consumed and stop
+// consuming, with a status naming the limit and the aggregation holding the most state,
+// until the limit is raised (SIGHUP) or aggregations change. A bounded stop beats the
+// kernel's OOM killer, which would make the postmaster restart every session.
+bool SourceWorker::over_memory_limit(core::Millis now) {
+    if (now - memory_checked_at_ < kMemoryCheckIntervalMs) return memory_blocked_;
+    memory_checked_at_ = now;
+    // What grows without bound is window state (keys × open windows); librdkafka's prefetch
+    // is bounded by its own settings and would not shrink by stopping, so the limit counts
+    // the engines' memory.
+    const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
+    std::int64_t used = 0;
+    for (const auto& a : pipeline_->path().aggregation_memory())
+        used += static_cast<std::int64_t>(a.second);
+    if (limit <= 0 || used <= limit) {
+        if (memory_blocked_) {
+            memory_blocked_ = false;
+            set_status("running", "");
+        }
+        return false;
+    }
+    if (!memory_blocked_) {
+        commit(false);
+        if (!pipeline_) return true;  // aggregations changed: rebuilt from the committed state
+        std::string biggest;
+        std::size_t most = 0;
+        for (const auto& a : pipeline_->path().aggregation_memory())
+            if (a.second >= most) most = a.second, biggest = a.first;
+        const std::string msg =
+            "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
+            megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +
+            "\" holds the most state (about " + megabytes(static_cast<std::int64_t>(most)) +
+            "). Raise the limit and reload, or drop or re-declare that aggregation.";
+        pg_call([&] {
+            ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str())));
+        });
+        memory_blocked_ = true;
+        set_status("error", msg);
+    }
+    // Consume nothing; keep looking for a reload or changed aggregations (wait_ms reloads).
+    wait_ms(kIdleCheckMs);
+    bool rebuild = false;
+    in_transaction([&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
+    if (rebuild) {
+        drop_pipeline();
+        memory_blocked_ = false;
+    }
+    return true;
+}
+
+// The limit was passed while an executor batch was folded (an aggregate state can grow by a
+// lot per record, so the executor checks per record): nothing of the batch can be committed
+// half-folded, so everything uncommitted is dropped (its memory given back) and the source
+// consumes nothing until the limit or its aggregations change; then it starts over from the
+// committed state. Nothing is lost.
+void SourceWorker::memory_stop(const MemoryLimitExceeded& e) {
+    const std::int64_t used =
+        pipeline_ ? static_cast<std::int64_t>(pipeline_->path().memory_bytes()) : 0;
+    const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
+    drop_pipeline();
+    malloc_trim(0);
+    memory_stopped_at_ = limit > 0 ? limit : 1;
+    const std::string msg =
+        "window state of " + megabytes(used) + " exceeds stoatflow.worker_memory_limit (" +
+        megabytes(limit) + "); consuming stopped. " + e.what() +
+        " holds the most state (PostgreSQL aggregate states). Raise the limit and reload, or "
+        "drop or re-declare that aggregation.";
+    pg_call(
+        [&] { ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str()))); });
+    set_status("error", msg);
+    const std::int32_t id = e.aggregation_id();
+    try {
+        in_transaction([&] {
+            spi_exec("UPDATE stoatflow.aggregation_progress SET status = 'error', last_error = $2 "
+                     "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                     {arg_int32(id), arg_text(msg)});
+        });
+    } catch (const std::exception&) {
+        // status is best effort
+    }
+}
+
+// Stopped by memory_stop: true (start over) once the limit or the aggregations changed.
+bool SourceWorker::memory_stop_over() {
+    const std::int64_t limit = static_cast<std::int64_t>(worker_memory_limit_kb) * 1024;
+    bool changed = (limit > 0 ? limit : 1) != memory_stopped_at_;
+    if (!changed)
+        in_transaction(
+            [&] { changed = aggregation_signature() != signature_ || !source_exists(); });
+    if (changed) memory_stopped_at_ = 0;
+    return changed;
+}
+
+void SourceWorker::fail(const std::string& what) {
+    memory_blocked_ = false;
+    drop_pipeline();
+    const std::string msg = what;
+    pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
+    status_rule_.worker_failed(msg);
+    set_status("error", msg);
+}
+
+void SourceWorker::set_status(const std::string& status, const std::string& error) {
+    if (!status_board_.change(status, error)) return;
+    try {
+        in_transaction([&] {
+            if (!extension_present()) return;
+            write_source_status(source_id_, status, error);
+        });
+    } catch (const std::exception&) {
+        // Status is best effort; the error itself is logged by fail().
+    }
+}
+
+void SourceWorker::show_status(core::Millis now) {
+    flow::StatusRule::Shown shown;
+    if (status_rule_.decide(now, &shown)) set_status(shown.status, shown.error);
+}
+
+}  // namespace stoatflow::pg
+
+using namespace stoatflow::pg;
+
+// stoatflow._interrupt_source_worker(source_name): drop_aggregation (and drop_source) cancel what
+// the source's worker runs now (SIGINT, as pg_cancel_backend), so that an owner's code that
+// loops cannot hold the drop up; the worker starts over from its committed state.
+STOATFLOW_FUNCTION(stoatflow__interrupt_source_worker) {
+    if (PG_ARGISNULL(0)) PG_RETURN_VOID();
+    const std::string type = "stoatflow source " + text_to_string(PG_GETARG_DATUM(0));
+    SpiSession spi;
+    const auto n = spi_exec("SELECT pid FROM pg_catalog.pg_stat_activity WHERE backend_type "
+                            "OPERATOR(pg_catalog.=) $1",
+                            {arg_text(type.substr(0, BGW_MAXLEN - 1))});
+    std::vector<std::int64_t> pids;
+    for (std::uint64_t r = 0; r < n; ++r)
+        if (const auto pid = spi_int64(r, 1)) pids.push_back(*pid);
+    spi.finish();
+    for (const std::int64_t pid : pids) (void)kill(static_cast<pid_t>(pid), SIGINT);
+    PG_RETURN_VOID();
+}
+
+void stoatflow_source_worker_main(Datum arg) {
+    worker_connect();
+    BackgroundStep::join_at_exit();
+    const int32 id = DatumGetInt32(arg);
+    cpp_call([id] { SourceWorker(id, wall_clock()).run(); });
+    proc_exit(0);
+}
