@@ -16,12 +16,6 @@ constexpr const char* kOwnerLockTimeout = "2s";
 inline constexpr std::pair<const char*, const char*> kOwnerTextSettings[] = {
     {"DateStyle", "ISO, MDY"}, {"IntervalStyle", "postgres"}, {"extra_float_digits", "1"}};
 
-// An aggregation whose code ran past stoatflow.user_code_timeout rests this long (its records are
-// its dead letters user_code_timeout meanwhile), doubling per timeout up to the maximum, so that
-// code that loops on every record cannot stall its siblings.
-constexpr std::int64_t kUserCodeRestFirstMs = 10000;
-constexpr std::int64_t kUserCodeRestMaxMs = 300000;
-
 // After a cancel the worker waits this long before it starts over (a drop it made way for commits).
 constexpr long kCancelRestartMs = 200;
 

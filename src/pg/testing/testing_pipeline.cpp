@@ -81,7 +81,7 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
     // As the worker does when an aggregation's fold fails (AggregationRebuild): everything of
     // this call is rolled back and run again from the committed state, the failing record now
     // that aggregation's dead letter. Each record can fail once per aggregation.
-    UserCodeLedger ledger;
+    flow::UserCodeLedger ledger;
     const std::vector<AggregationDef> aggregations = load_aggregations(def.id);
     for (std::size_t attempt = 0;; ++attempt) {
         try {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "stoatflow/flow/record_path.hpp"
+#include "stoatflow/flow/user_code_ledger.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "stoatflow/pg/catalog/catalog.hpp"
+#include "stoatflow/pg/worker/exec_set.hpp"
 #include "stoatflow/pg/executor/executor.hpp"
 #include "stoatflow/pg/catalog/row_type.hpp"
 #include "stoatflow/pg/catalog/segment_store.hpp"
@@ -32,61 +34,6 @@ struct CommitCounts {
     std::int64_t dead_letters = 0;
     double state_ms = 0;  // writing the state rows (segment tables created on the way included)
     double sink_ms = 0;   // writing the sink rows and deletes
-};
-
-// A source's executors (SPEC 11): per aggregation, the executor that runs it and the aggregate
-// states its engine keeps (nullptr for the built-in fast path). Destroyed after the engines.
-struct ExecSet {
-    MemoryContext cxt = nullptr;        // the executors' contexts live under this one
-    MemoryContext batch_cxt = nullptr;  // one executor batch's converted rows
-    std::vector<std::unique_ptr<AggregationExecutor>> executors;
-    std::vector<std::shared_ptr<core::ExternalAggregates>> external;
-    bool has_fast = false;   // some aggregation of the source takes the fast path
-    std::vector<bool> used;  // per column of the row: read by some aggregation (or the source)
-    // A source whose event time or key is an expression (SPEC 11): its executor gives them as
-    // texts (the event time first); nullptr when both are columns.
-    std::unique_ptr<AggregationExecutor> source;
-    bool time_expr = false, key_expr = false;
-    Oid time_type = InvalidOid;
-    bool any() const {
-        if (source) return true;
-        for (const auto& e : executors)
-            if (e) return true;
-        return false;
-    }
-    ExecSet() = default;
-    ExecSet(const ExecSet&) = delete;
-    ExecSet& operator=(const ExecSet&) = delete;
-    ~ExecSet();
-};
-
-// What owners' code did wrong in a source's aggregations (README "User code is a guest"), kept by
-// the worker across rebuilds of its pipeline (a rebuild starts over from the committed state).
-struct UserCodeLedger {
-    struct Poison {
-        std::string reason, detail;
-    };
-    // A record whose fold raised an error or timed out in one aggregation (aggregation id,
-    // partition, offset): on the replay after the rebuild it is that aggregation's dead letter.
-    std::map<std::tuple<std::int32_t, core::TopicPartition, std::int64_t>, Poison> poisoned;
-    // An aggregation whose code timed out rests (is not run; its records are its dead letters
-    // user_code_timeout) until `until`, so that its siblings stay fresh.
-    struct Stall {
-        core::Millis until = 0;
-        core::Millis rest = 0;  // the last rest; doubles per timeout
-        std::string error;
-    };
-    std::map<std::int32_t, Stall> stalled;
-    std::map<std::int32_t, std::string> last_error;  // per aggregation id, shown in stats
-    bool applied = false;  // a poisoned record was passed: worth a commit soon
-
-    const Stall* resting(std::int32_t aggregation_id, core::Millis now) const {
-        const auto it = stalled.find(aggregation_id);
-        return it != stalled.end() && now < it->second.until ? &it->second : nullptr;
-    }
-    void timed_out(std::int32_t aggregation_id, core::Millis now, const std::string& error);
-    // Committed up to these offsets: poisons before them are history.
-    void committed(const std::map<core::TopicPartition, std::int64_t>& next_offsets);
 };
 
 // Thrown by the executor when an aggregation's fold failed: the state of that aggregation cannot
@@ -121,7 +68,7 @@ class CommitCycle {
 public:
     // In a transaction: a source with columns resolves its row type here.
     CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations,
-                UserCodeLedger* ledger = nullptr);
+                flow::UserCodeLedger* ledger = nullptr);
     ~CommitCycle();
 
     // With columns, in a transaction: converts the record the fast lane left to PostgreSQL
@@ -141,7 +88,7 @@ public:
     // path().take_snapshot, each executor aggregation's states serialized in its owner's sandbox
     // (in a transaction when the source runs any).
     flow::CommitSnapshot take_snapshot(core::Millis now);
-    UserCodeLedger& ledger() { return *ledger_; }
+    flow::UserCodeLedger& ledger() { return *ledger_; }
     // stoatflow.worker_memory_limit in bytes (0: none), checked per record while folding, with
     // `reserve` held back for the next commit (the serialized copies of every changed window,
     // in the snapshot and in the rows written from it, exist beside the live states while a
@@ -202,8 +149,8 @@ private:
     std::string key_column_, time_column_;  // with columns
     std::vector<int> value_columns_;        // columns an aggregate reads
     std::vector<Aggregation> aggs_;
-    UserCodeLedger own_ledger_;  // when the caller keeps none (process_records)
-    UserCodeLedger* ledger_;
+    flow::UserCodeLedger own_ledger_;  // when the caller keeps none (process_records)
+    flow::UserCodeLedger* ledger_;
     std::int64_t memory_limit_ = 0, memory_reserve_ = 0;
 };
 

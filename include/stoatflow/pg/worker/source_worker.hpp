@@ -79,7 +79,7 @@ private:
     core::Millis memory_checked_at_ = 0;
     core::Millis partitions_checked_at_ = 0;
     // What the aggregations' code did wrong: kept across rebuilds of the pipeline.
-    UserCodeLedger ledger_;
+    flow::UserCodeLedger ledger_;
 };
 
 }  // namespace stoatflow::pg

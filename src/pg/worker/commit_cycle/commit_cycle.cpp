@@ -67,7 +67,7 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
 }
 
 CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations,
-                         UserCodeLedger* ledger)
+                         flow::UserCodeLedger* ledger)
     : source_(std::move(source)), row_(make_row(source_)),
       exec_(make_exec(source_, aggregations, row_.get())),
       path_(
@@ -197,7 +197,7 @@ void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& s
     // wrong (kept after recovery, like a source's last_error); status says which state it is in.
     std::string error = agg.sink.error();
     std::string status = error.empty() ? "running" : "error";
-    if (const UserCodeLedger::Stall* st = ledger_->resting(agg.def.id, snap.now)) {
+    if (const flow::UserCodeLedger::Stall* st = ledger_->resting(agg.def.id, snap.now)) {
         status = "stalled";
         error = st->error;
     } else if (error.empty()) {

@@ -118,30 +118,7 @@ struct Admitted {
     std::optional<core::Millis> w;  // phase 3: the watermark it is folded with
 };
 
-core::Millis rest_for(core::Millis previous) {
-    return previous <= 0 ? kUserCodeRestFirstMs : std::min(previous * 2, kUserCodeRestMaxMs);
-}
-
 }  // namespace
-
-void UserCodeLedger::timed_out(std::int32_t aggregation_id, core::Millis now,
-                               const std::string& error) {
-    Stall& st = stalled[aggregation_id];
-    st.rest = rest_for(st.rest);
-    st.until = now + st.rest;
-    st.error = error;
-    last_error[aggregation_id] = error;
-}
-
-void UserCodeLedger::committed(const std::map<core::TopicPartition, std::int64_t>& next_offsets) {
-    for (auto it = poisoned.begin(); it != poisoned.end();) {
-        const auto n = next_offsets.find(std::get<1>(it->first));
-        if (n != next_offsets.end() && std::get<2>(it->first) < n->second)
-            it = poisoned.erase(it);
-        else
-            ++it;
-    }
-}
 
 // Executor mode, one batch, in four phases so that code of one owner never shares a sandbox
 // entry with code of another (README "User code is a guest"):
@@ -265,7 +242,7 @@ void CommitCycle::run_executor() {
             const AggregationDef& def = aggs_[a].def;
             std::vector<Verdict>& vs = verdicts[a];
             vs.resize(n);
-            if (const UserCodeLedger::Stall* st = ledger_->resting(def.id, now)) {
+            if (const flow::UserCodeLedger::Stall* st = ledger_->resting(def.id, now)) {
                 for (std::size_t k = 0; k < n; ++k)
                     vs[k] = {Verdict::Dead,
                              {},

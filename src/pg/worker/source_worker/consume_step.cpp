@@ -1,6 +1,6 @@
 // One step of a source worker (poll a batch → process → watermark and status → maybe commit),
-// and the commit cycle: snapshot the pipeline, write it in one transaction while the consume
-// thread (BackgroundStep) goes on consuming the next commit's records.
+// and the commit cycle's turn: snapshot the pipeline, write it in one transaction while the
+// consume thread (background_step.cpp) goes on consuming the next commit's records.
 #include "stoatflow/core/commit_policy.hpp"
 #include "stoatflow/core/error.hpp"
 
@@ -12,7 +12,7 @@
 
 #include <pthread.h>
 
-#include "stoatflow/pg/worker/consume_step.hpp"
+#include "stoatflow/pg/worker/background_step.hpp"
 #include "stoatflow/pg/limits.hpp"
 #include "stoatflow/pg/border/rows.hpp"
 #include "stoatflow/pg/settings.hpp"
@@ -26,67 +26,6 @@ extern "C" {
 }
 
 namespace stoatflow::pg {
-
-namespace {
-
-// The step running now, if any: what the exit callback joins.
-std::atomic<BackgroundStep*> active_step{nullptr};
-
-void join_active_step(int, Datum) {
-    if (BackgroundStep* s = active_step.exchange(nullptr)) s->join();
-}
-}  // namespace
-
-// ---------------------------------------------------------------------------------
-// The consume thread
-
-BackgroundStep::BackgroundStep(std::function<bool()> step) : step_(std::move(step)) {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    try {
-        thread_ = std::thread([this] { run(); });
-    } catch (...) {
-        pthread_sigmask(SIG_SETMASK, &old, nullptr);
-        throw;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    active_step.store(this);
-}
-
-BackgroundStep::~BackgroundStep() { join(); }
-
-void BackgroundStep::finish() {
-    join();
-    if (error_) std::rethrow_exception(error_);
-}
-
-void BackgroundStep::run() {
-    try {
-        // step() returns false when there is nothing it may do now (bounds reached).
-        while (!stop_.load(std::memory_order_acquire))
-            if (!step_()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    } catch (...) {
-        error_ = std::current_exception();
-    }
-}
-
-void BackgroundStep::join() {
-    BackgroundStep* self = this;
-    active_step.compare_exchange_strong(self, nullptr);
-    stop_.store(true, std::memory_order_release);
-    if (thread_.joinable()) thread_.join();
-}
-
-void BackgroundStep::join_at_exit() {
-    static bool registered = false;
-    if (registered) return;
-    before_shmem_exit(join_active_step, 0);
-    registered = true;
-}
-
-// ---------------------------------------------------------------------------------
-// The step
 
 void SourceWorker::step() {
     const core::Millis now = clock_.now();

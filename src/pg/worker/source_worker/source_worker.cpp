@@ -9,7 +9,7 @@
 #include <string>
 
 #include "stoatflow/pg/catalog/catalog.hpp"
-#include "stoatflow/pg/worker/consume_step.hpp"
+#include "stoatflow/pg/worker/background_step.hpp"
 #include "stoatflow/pg/limits.hpp"
 #include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/worker/source_worker.hpp"
