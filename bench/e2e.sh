@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end benchmark (issue 5): Kafka JSON events -> windowed aggregates in PostgreSQL.
+# End-to-end benchmark: Kafka JSON events -> windowed aggregates in PostgreSQL.
 #
 #   bench/e2e.sh                 # default size (BENCH_SCALE=1: 100,000 keys), 3 repetitions
 #   SMOKE=1 bench/e2e.sh         # tiny run (2,000 keys, 1 repetition): seconds
@@ -62,7 +62,7 @@
 #   BENCH_COLUMNS=1      declare the sources with columns (a row type: user_id text, ts bigint,
 #                        amount integer, page text) instead of JSON field paths
 #   BENCH_EXPR=1         (implies BENCH_COLUMNS=1) the aggregations PostgreSQL's executor runs
-#                        (issue 12): dense groups by a computed key (lower(user_id)) and adds
+#                        : dense groups by a computed key (lower(user_id)) and adds
 #                        sum(amount * 2) FILTER (WHERE page <> '/p/0'); sparse counts distinct users
 #                        (hll_add_agg) and the p95 amount (tdigest) per page category and minute
 #                        (the hll and tdigest extensions must be installed). Same checks against
@@ -224,7 +224,7 @@ SF_WINDOW[dense]="stoatflow.tumbling('1 hour')"
 SF_WINDOW[sparse]="stoatflow.tumbling('1 minute')"
 SF_WINDOW[hopping]="stoatflow.hopping('10 minutes', '2 minutes')"
 SF_WINDOW[sparse_close]=${SF_WINDOW[sparse]}
-# BENCH_COLUMNS=1: the sources declare a row type (issue 12), so records take the columns path
+# BENCH_COLUMNS=1: the sources declare a row type, so records take the columns path
 # (extract, fast-lane conversion) instead of 0.1's field paths; same results.
 SF_COLUMNS=
 if [ "${BENCH_COLUMNS:-0}" = 1 ]; then
@@ -265,7 +265,7 @@ SHAPE=([dense]="20 events per key and 1-hour window"
        [hopping]="20 events per key (the dense data), each event in 5 windows"
        [sparse_close]="the sparse data; max_out_of_orderness 0, so windows close while it streams")
 TARGETS=([dense]="b/a>=0.9,b/c>=2.5" [sparse]="b/c>=3" [hopping]="b/a>=0.8" [sparse_close]="")
-if [ "$BENCH_EXPR" = 1 ]; then  # issue 12's targets for the executor's workloads
+if [ "$BENCH_EXPR" = 1 ]; then  # targets for the executor's workloads (BENCHMARKS.md)
     TITLE[dense]="1-hour tumbling per lower(user_id): count, sum, max and sum(amount * 2) FILTER (...), by PostgreSQL's executor"
     TITLE[hopping]="10-minute hopping windows advancing by 2 minutes per lower(user_id), by PostgreSQL's executor"
     TITLE[sparse]="1-minute tumbling per page category: count, sum, hll distinct users, tdigest p95"

@@ -1,6 +1,6 @@
 // Engine benchmark: JSON decode + watermark + window assignment + aggregation (+ the
 // commit-time flush every 100k records), one core, no Kafka and no PostgreSQL.
-// Workloads follow issue 5: ~100-byte events, 100k keys, event times over one hour.
+// Workloads (BENCHMARKS.md): ~100-byte events, 100k keys, event times over one hour.
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
 #include "stoatflow/format/json_decoder.hpp"
@@ -142,7 +142,7 @@ long rss_bytes() {
     return resident * 4096;
 }
 
-// Memory per open key-window (issue 5): `keys` keys with one open 1-hour window each, fed
+// Memory per open key-window: `keys` keys with one open 1-hour window each, fed
 // `per_key` events each; RSS growth divided by the windows held.
 void memory_per_window(benchmark::State& state) {
     const int keys = static_cast<int>(state.range(0));

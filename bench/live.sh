@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Commit latency under a steady load (issue 5, sink and state cost). Events are produced into
+# Commit latency under a steady load. Events are produced into
 # Kafka (the mock cluster, or Apache Kafka with BENCH_BROKER=kafka) at a fixed rate while a caught-up stoatflow source consumes them (1-minute
 # tumbling count+sum per user, on_window_update, stoatflow.commit_interval = 1 s); the
 # worker's commits during that time (stoatflow.log_commits) are summarised: latency

@@ -1,4 +1,4 @@
--- Declaration-time analysis (SPEC 11, 14): key, event_time, group_by, filter and the aggregate
+-- Declaration-time analysis (README "Expressions and PostgreSQL aggregates"): key, event_time, group_by, filter and the aggregate
 -- list analyzed by PostgreSQL against a source's row; which aggregates qualify, every refusal
 -- with what is missing and an alternative, errors with positions in the user's text, and name
 -- lookup that a caller's search_path cannot hijack.
@@ -52,7 +52,7 @@ SELECT role, tree LIKE '{OPEXPR %' AS opexpr FROM stoatflow._analyze(:'cols', 't
 :a(:'cols', 'tumbling', NULL, NULL, 'lower(page), status + 1', NULL, 'count(*)');
 \echo :LAST_ERROR_SQLSTATE
 
--- names (SPEC 14): an item that is not one aggregate over one column or count(*) needs AS
+-- names (README "Semantics"): an item that is not one aggregate over one column or count(*) needs AS
 :a(:'cols', 'tumbling', NULL, NULL, NULL, NULL, 'count(*), sum(price * qty)');
 \echo :LAST_ERROR_SQLSTATE
 :a(:'cols', 'tumbling', NULL, NULL, NULL, NULL, 'count(*) FILTER (WHERE ok)');

@@ -1,4 +1,4 @@
--- Declaring sources, windows and aggregations: the SQL surface of SPEC 2 and every
+-- Declaring sources, windows and aggregations: the SQL surface of README "SQL reference" and every
 -- validation error it names, each with its SQLSTATE.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stoatflow;

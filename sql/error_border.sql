@@ -1,4 +1,4 @@
--- The C++/PostgreSQL error border (SPEC 9): C++ exceptions reach SQL as ERRORs with their
+-- The C++/PostgreSQL error border (README "Repository layout"): C++ exceptions reach SQL as ERRORs with their
 -- SQLSTATE, message and hint; PostgreSQL ERRORs raised under C++ come back unchanged; no C++
 -- destructor is skipped on the way; the session goes on.
 SET client_min_messages = warning;

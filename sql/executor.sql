@@ -1,4 +1,4 @@
--- An aggregation's executor (SPEC 11, 14): key, group_by, filter and aggregate items run over
+-- An aggregation's executor (README "Expressions and PostgreSQL aggregates"): key, group_by, filter and aggregate items run over
 -- payloads by the worker's code, each key's states folded in two halves and sent through
 -- serialize, deserialize, copy and merge (or a second fold without combinefunc) before
 -- finalization, held against PostgreSQL's own GROUP BY over the same rows. Every comparison

@@ -1,4 +1,4 @@
--- Expressive aggregations end to end (SPEC 11): group_by, filter and aggregate lists run by
+-- Expressive aggregations end to end (README "Expressions and PostgreSQL aggregates"): group_by, filter and aggregate lists run by
 -- PostgreSQL's executor in the worker's record path (process_records runs it exactly as the
 -- worker does, restoring from the committed state on every call). Every sink is compared with
 -- PostgreSQL's own GROUP BY over the records each window accepted.

@@ -1,4 +1,4 @@
--- Extensions' aggregates in windows (SPEC 11): distinct users per 5 minutes with hll, p95
+-- Extensions' aggregates in windows (README "Expressions and PostgreSQL aggregates"): distinct users per 5 minutes with hll, p95
 -- latency per minute with tdigest (Debian: postgresql-15-hll, postgresql-15-tdigest; skipped
 -- with a message only where those packages are not installed). Their states are internal,
 -- stored through serialfunc/deserialfunc and merged through combinefunc (sessions); the

@@ -1,4 +1,4 @@
--- The differential oracle of expressive aggregations (SPEC 11, issue 12): random streams
+-- The differential oracle of expressive aggregations (README "Expressions and PostgreSQL aggregates"): random streams
 -- (random NULLs, out-of-order and late records, NULL keys) through stoatflow, each fed in
 -- three process_records calls (each restores every window from its serialized aggregate
 -- states: the crash-restart variant), compared with

@@ -1,4 +1,4 @@
--- The PostgreSQL border's rules (issue 11): sink columns named by SQL keywords survive every
+-- The PostgreSQL border's rules: sink columns named by SQL keywords survive every
 -- write path (PostgreSQL's quote_identifier), a sink that is a leaf partition keeps its
 -- partition constraint, a partitioned sink routes its rows, and a field path is judged as the
 -- field it names (a long key path is not an aggregate column).

@@ -81,7 +81,7 @@ SELECT count(*) FILTER (WHERE final) AS final_windows, count(*) AS windows FROM 
 SELECT count(*) FILTER (WHERE final) AS final_windows, count(*) AS windows FROM idle_release_10s;
 SELECT partition, idle FROM stoatflow.sources WHERE source_name = 'idle_release' ORDER BY 1;
 
--- A sink dropped under a running aggregation stalls only that aggregation (SPEC 10): the source
+-- A sink dropped under a running aggregation stalls only that aggregation (README "Security"): the source
 -- keeps consuming, a sibling stays fresh, stats shows the error; once the sink is created again
 -- (same name, same shape) the aggregation writes every window it owes and converges exactly.
 SELECT stoatflow.create_source('sinkgone', 'e2e_faults', :'brokers', key => 'user', event_time => 'ts',
@@ -150,7 +150,7 @@ DO $$ BEGIN
 END $$;
 SELECT count(*) AS source_workers FROM pg_stat_activity WHERE backend_type LIKE 'stoatflow source%';
 
--- Through the real worker (SPEC 10): a database-level search_path pointing at a schema with a
+-- Through the real worker (README "Security"): a database-level search_path pointing at a schema with a
 -- shadowing now() and =, and a sink trigger that redirects search_path. The worker connects as
 -- the bootstrap superuser; it pins its own path right after connecting, runs the trigger as the
 -- sink's owner in a security-restricted operation, and qualifies its SQL: nothing of mallory's

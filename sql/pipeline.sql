@@ -71,7 +71,7 @@ SELECT key, secs(window_start) AS ws, secs(window_end) AS we, n, total, secs(eve
 SELECT sessions_merged FROM stoatflow.stats WHERE aggregation_name = 'ses';
 SELECT stoatflow.drop_aggregation('ses', drop_sink => true);
 
--- Session gap 30 s, grace 10 s, no out-of-orderness (SPEC 4): a late record within gap of an
+-- Session gap 30 s, grace 10 s, no out-of-orderness (README "Window kinds"): a late record within gap of an
 -- open session joins it even when its own [t, t] is closed, also when that session began
 -- late, and may pass over a closed session, but never come to start where a closed session
 -- starts (its final row). Every call restores from the committed state, so what is

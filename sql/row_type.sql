@@ -1,4 +1,4 @@
--- A row type per source (SPEC 11, 14): the columns list at declaration, the conversion corpus
+-- A row type per source (README "Expressions and PostgreSQL aggregates"): the columns list at declaration, the conversion corpus
 -- (the C++ fast lane held against PostgreSQL's input functions), and records decoded into rows
 -- with their dead letters, hostile types included.
 SET client_min_messages = warning;

@@ -1,4 +1,4 @@
--- A source with columns end to end through Kafka (SPEC 11, 14): nested PATHs, the message key
+-- A source with columns end to end through Kafka (README "Expressions and PostgreSQL aggregates"): nested PATHs, the message key
 -- (metadata column kafka_key) as the grouping key, an event time from ISO strings with an
 -- offset (the C++ fast lane) and without one (converted by PostgreSQL on the worker's main
 -- thread, in the server's TimeZone), bad values as dead letters naming the column, absent

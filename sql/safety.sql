@@ -1,4 +1,4 @@
--- Safety inside the user's database (SPEC 10): hostile roles, tables and records. Each block is
+-- Safety inside the user's database (README "Security"): hostile roles, tables and records. Each block is
 -- an attack or a careless change, and the assertion that nothing escalated, nothing crashed
 -- and only the aggregation concerned was affected. The commits are driven by process_records,
 -- which runs the worker's own commit code in this backend (as a superuser, like the worker).

@@ -1,4 +1,4 @@
--- Security (SPEC 8): source functions are superuser-only unless granted; secrets in
+-- Security (README "Security"): source functions are superuser-only unless granted; secrets in
 -- kafka_options are unreadable by PUBLIC and masked in views; an aggregation writes its
 -- sink as the role that created it, so nobody gains write access through stoatflow.
 SET client_min_messages = warning;
@@ -75,7 +75,7 @@ SELECT key, n FROM public.bob_counts;
 SET ROLE sf_bob;
 REVOKE INSERT, UPDATE, DELETE ON public.bob_counts FROM sf_alice;
 RESET ROLE;
--- The commit itself goes through (the failing sink stalls only its aggregation, SPEC 10): the
+-- The commit itself goes through (the failing sink stalls only its aggregation, README "Security"): the
 -- window is kept for the sink in the outbox, and stats shows the error until a write succeeds.
 SELECT * FROM stoatflow.process_records('secure', '[{"value": {"user": "u", "ts": 2000}}]');
 SELECT key, n FROM public.bob_counts;

@@ -1,4 +1,4 @@
--- Several topics per source (SPEC 11): `topic => 'a, b'` is one source with one watermark over
+-- Several topics per source (README "Expressions and PostgreSQL aggregates"): `topic => 'a, b'` is one source with one watermark over
 -- every partition of every topic; offsets, partition status and dead letters name their topic.
 -- First the declaration and its errors, then records through process_records (restored from
 -- the committed state on every call), then end to end through Kafka: two topics of 2 and 3

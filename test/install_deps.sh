@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, everything the test suite needs on a fresh Debian 12
 # (only what is missing; apt-get update only if something is): PostgreSQL 15 and its server
-# headers, the hll and tdigest extensions (issue 12's sketches), librdkafka (with its mock
+# headers, the hll and tdigest extensions (the sketches README "Expressions and PostgreSQL aggregates" uses), librdkafka (with its mock
 # cluster), kcat, simdjson, the C++ tool chain, GoogleTest, Google Benchmark, clang's sanitizer
 # runtime and clang-format, and a JDK 17 plus Maven for Apache Kafka.
 # Used by .ci/run and `make test`; needs root or sudo.

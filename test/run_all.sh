@@ -156,14 +156,14 @@ for b in "${brokers[@]}"; do
         env STOATFLOW_TEST_BROKER="$b" bash test/faults/run.sh "${scenarios[@]}"
 done
 
-# (g1) the same crashes with the aggregations PostgreSQL's executor runs (issue 12): a source
+# (g1) the same crashes with the aggregations PostgreSQL's executor runs: a source
 # with columns, group_by, tumbling and session windows whose states are stored serialized
 if [[ " ${brokers[*]} " == *" mock "* ]]; then
     step "faults (mock broker, PostgreSQL aggregates): kill -9, immediate restart" 15 \
         env STOATFLOW_TEST_BROKER=mock FAULTS_COLUMNS=expr bash test/faults/run.sh kill9 restart_immediate
 fi
 
-# (g2) Kafka Streams and stoatflow give the same final windows (issue 10, 4a): the hand-made
+# (g2) Kafka Streams and stoatflow give the same final windows: the hand-made
 # examples and a few random streams (SEMANTICS_STREAMS=20 by hand: bench/peers/kafka-streams)
 if [[ " ${brokers[*]} " == *" kafka "* ]]; then
     step "kafka: Kafka Streams vs stoatflow, final windows" 20 \

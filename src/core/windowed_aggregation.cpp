@@ -417,8 +417,8 @@ void WindowedAggregation::process_sliding(KeyIt kit, Millis t, const Value* valu
 // Sessions: a record joins every open session whose [first−gap, last+gap] holds it;
 // they merge into one. A record that joins none starts [t, t] unless that would already
 // be closed (dropped, late_session). A record within gap of an open session joins it even
-// when its own [t, t] would be closed, extending it backwards (SPEC 4), also over closed
-// sessions of the key, which it never reopens or changes — within the limits of
+// when its own [t, t] would be closed, extending it backwards (README "Window kinds"), also over
+// closed sessions of the key, which it never reopens or changes — within the limits of
 // may_start_at.
 //
 // The sink knows a session by (key, first record), so an extension may not start where a

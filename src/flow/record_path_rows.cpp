@@ -1,7 +1,8 @@
-// The record path with a row type (SPEC 11): a record is extracted into a raw row, its key,
-// event time and aggregated values taken through the fast lane; a value the lane leaves to
-// PostgreSQL blocks the path until the main thread has converted it (resume()), so every
-// record still goes through in order. Pure C++ like record_path.cpp (see the Makefile).
+// The record path with a row type (README "Expressions and PostgreSQL aggregates"): a record is
+// extracted into a raw row, its key, event time and aggregated values taken through the fast lane;
+// a value the lane leaves to PostgreSQL blocks the path until the main thread has converted it
+// (resume()), so every record still goes through in order. Pure C++ like record_path.cpp (see the
+// Makefile).
 #include "stoatflow/flow/record_path.hpp"
 
 #include <string>

@@ -1,4 +1,4 @@
-// The metadata columns of a record (SPEC 14) as raw fields, and the names of raw kinds.
+// The metadata columns of a record (README "Semantics") as raw fields, and the names of raw kinds.
 #include "stoatflow/format/raw_row.hpp"
 
 #include "stoatflow/core/time.hpp"

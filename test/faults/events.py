@@ -18,7 +18,7 @@ independently of stoatflow.
       and prints the number of events. With --session-gap-ms, one row per session instead
       (a key's events in time order; a new session wherever two are more than G apart):
       key, first_ms, n, total, last_ms. No record is late in these streams, so that is all
-      of SPEC 4's session rule they exercise (merging included: a key's events reach the
+      of README "Window kinds"'s session rule they exercise (merging included: a key's events reach the
       consumer in time order, but several partitions interleave).
 
 With M * C well above one hour, windows close (under max_out_of_orderness = 1 hour)

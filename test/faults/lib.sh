@@ -22,12 +22,12 @@ source "$FAULTS_REPO/test/kafka/test_broker.sh"
 PG_CONFIG=${PG_CONFIG:-pg_config}
 PG_BIN=$("$PG_CONFIG" --bindir)
 TOPIC=faults
-# FAULTS_TOPICS=2: the source reads two topics (SPEC 11): stream partition 0 is partition 0 of
+# FAULTS_TOPICS=2: the source reads two topics (README "Expressions and PostgreSQL aggregates"): stream partition 0 is partition 0 of
 # $TOPIC (1 partition), stream partition p >= 1 is partition p-1 of ${TOPIC}_b (PARTITIONS-1
 # partitions): one watermark over topics of different sizes. Used by the scenarios that start
 # with start_stream and produce with produce_chunk(s) (kill9, broker_down, ...).
 FAULTS_TOPICS=${FAULTS_TOPICS:-1}
-# FAULTS_COLUMNS=1: the source declares a row type (columns: the columns path, SPEC 11);
+# FAULTS_COLUMNS=1: the source declares a row type (columns: the columns path, README "Expressions and PostgreSQL aggregates");
 # FAULTS_COLUMNS=expr: also the aggregations are run by PostgreSQL's executor (group_by, the
 # aggregates' states serialized in the segment tables). Same expected windows either way.
 FAULTS_COLUMNS=${FAULTS_COLUMNS:-0}

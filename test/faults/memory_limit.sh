@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault scenario: a worker over stoatflow.worker_memory_limit (SPEC 10). With the limit far below
+# Fault scenario: a worker over stoatflow.worker_memory_limit (README "Security"). With the limit far below
 # what the stream's open windows need, the worker must stop consuming (the committed offsets stop
 # short of what was produced and stay there) with status 'error' and a message naming the limit
 # and the aggregation holding the most state — never grow until the kernel kills it. Raised (a

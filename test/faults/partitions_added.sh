@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fault scenario (Apache Kafka only):
-# partitions added to the topic while the source runs (issue 10). The topic starts with 2
+# partitions added to the topic while the source runs. The topic starts with 2
 # of the stream's 4 partitions (FAULTS_TOPICS=2: the source reads two topics, `faults` with
 # stream partition 0 and `faults_b` with stream partition 1; faults_b grows to 3 partitions,
-# stream partitions 2-3: a partition added to the second topic of a source, SPEC 11); chunks 0-1 of partitions 0-1 go in and are committed; then
+# stream partitions 2-3: a partition added to the second topic of a source, README "Expressions and PostgreSQL aggregates"); chunks 0-1 of partitions 0-1 go in and are committed; then
 # the topic grows to 4 partitions (TopicCommand --alter) and chunks 0-1 of partitions 2-3
 # go in. The new partitions must be consumed from their start (within NEW_PARTITION_TIMEOUT
 # seconds: librdkafka refreshes metadata every topic.metadata.refresh.interval.ms, 5 min by

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fault scenario (Apache Kafka only): the topic's retention deletes records the source has
-# not read yet (issue 10). The log start is moved with Kafka's DeleteRecords (what retention
+# not read yet. The log start is moved with Kafka's DeleteRecords (what retention
 # does, at a chosen offset):
 #   A. with PostgreSQL stopped: chunk 2 goes in, partition 0 loses its first half; at start
 #      the worker finds its committed offset below the log start;

@@ -100,7 +100,7 @@ wait_caught_up
 log "caught up"
 verify_sink
 check_log
-# SPEC 6: the worker stops cleanly on SIGTERM (a non-zero exit is logged by the postmaster).
+# README "Operations": the worker stops cleanly on SIGTERM (a non-zero exit is logged by the postmaster).
 bad=$(grep -n 'background worker "stoatflow.*exited with exit code' "$SERVER_LOG" || true)
 [ -z "$bad" ] || { echo "$bad" >&2; fail "a stoatflow worker did not exit cleanly on SIGTERM"; }
 log "RESULT events=$EVENTS graceful_stops=1 sigterm_commit_records=$chunk_events rows_compared=$VERIFY_ROWS match=yes"

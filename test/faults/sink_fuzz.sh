@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Fault scenario 5: hostile changes to a sink under a running worker (SPEC 10 "No crash from a
-# changed sink", "Isolation"). One source feeds two aggregations, both tumbling('1 minute')
+# Fault scenario 5: hostile changes to a sink under a running worker (README "Security", "Isolation"). One source feeds two aggregations, both tumbling('1 minute')
 # count(*) AS n, sum(amount) AS total: `victim` (created by the non-superuser role fz_owner,
 # which owns its sink fz.victim_1m; retention 7 days so resync_sink can rebuild every window)
 # and `sibling` (sink sibling_1m, never touched). For SINK_FUZZ_SECONDS (default 40; a long

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault scenario (Apache Kafka only): the topic is deleted under a running source (issue 10).
+# Fault scenario (Apache Kafka only): the topic is deleted under a running source.
 # Six chunks (72 min of event time: windows close) go in and are committed; then `kafka_topic_delete`. Within ERROR_TIMEOUT the
 # source must show status 'error' with a last_error; PostgreSQL must not crash; the worker
 # must not spin: over BUSY_WINDOW_S seconds its CPU time (and that of any worker replacing it)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault scenario (Apache Kafka only): transactional producers (issue 10). Every partition
+# Fault scenario (Apache Kafka only): transactional producers. Every partition
 # file of every chunk is produced twice, each time in a transaction of its own (kcat -X
 # transactional.id=...): first a copy that is never committed (kcat gets SIGINT once the
 # records went out; it exits "terminated while producing" without an abort, so the broker

@@ -74,7 +74,7 @@ void check_value(simdjson::dom::element root, std::string_view path, const core:
     double d;
     if (!e.get_int64().get(i)) {
         FUZZ_CHECK(v.kind == core::Value::Kind::Int && v.i == i);
-    } else if (!e.get_uint64().get(u)) {  // beyond int64: exact (SPEC 10)
+    } else if (!e.get_uint64().get(u)) {  // beyond int64: exact (README "Security")
         FUZZ_CHECK(v.kind == core::Value::Kind::BigInt && v.big() == static_cast<__int128>(u));
     } else if (!e.get_double().get(d)) {
         // A double, or an integer token of up to 38 digits the DOM reads as one.

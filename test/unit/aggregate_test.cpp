@@ -174,7 +174,7 @@ TEST(Aggregates, Int128Printing) {
     EXPECT_EQ(int128_to_string(min), "-170141183460469231731687303715884105728");
 }
 
-// SPEC 10 exact integers: values up to 38 digits (beyond int64) sum exactly, and so do
+// README "Security" exact integers: values up to 38 digits (beyond int64) sum exactly, and so do
 // sums of many of them (two 38-digit values already overflow __int128).
 namespace {
 __int128 big_of(const std::string& digits) {

@@ -21,8 +21,8 @@
 // Two streams in five come from 2-3 partitions instead: each record is fed through the
 // real core::Watermark (assigned partitions with or without records waiting, caught_up
 // and wall-clock ticks, idle_timeout in half of them), and the reference computes W on
-// its own from SPEC 3.2 (RefWatermark); the two must agree at every record, so the min
-// over partitions, partitions pinning W and idle partitions meet random streams too.
+// its own from README "Time and the watermark" (RefWatermark); the two must agree at every record,
+// so the min over partitions, partitions pinning W and idle partitions meet random streams too.
 //
 // A quarter of the streams also crash right after some commits: the engine is replaced
 // by a fresh one, restore()d from the state rows written so far (newest version per
@@ -123,7 +123,8 @@ struct Case {
     Millis ooo = 0;  // max_out_of_orderness
     std::vector<Rec> recs;
     // 1: the old single-partition harness (W computed here). More: records go through the
-    // real core::Watermark, and RefWatermark computes W independently from SPEC 3.2.
+    // real core::Watermark, and RefWatermark computes W independently from README "Time and the
+    // watermark".
     int partitions = 1;
     Millis idle_timeout = 0;
     std::vector<bool> pending;  // per partition: records waiting when consumption started
@@ -185,7 +186,8 @@ Case generate(std::uint64_t seed) {
         c.recs.push_back(std::move(rec));
     }
     // A quarter of the streams also crash right after some commits and go on with a
-    // fresh engine restored from the state rows written so far (SPEC 5, recovery).
+    // fresh engine restored from the state rows written so far (README "Exactly once: the commit
+    // cycle", recovery).
     if (r.chance(0.25))
         for (Rec& rec : c.recs) rec.restart_after = rec.flush_after && r.chance(0.3);
     // Two streams in five come from several partitions, drawn from a second generator so
@@ -607,7 +609,8 @@ Outcome run_case(const Case& c) {
             }
             const auto open_keys = std::count(key_open.begin(), key_open.end(), true);
             sort_rows(expected);
-            // SPEC 7: open windows and keys holding one, right after the commit at w.
+            // README "Views and tables": open windows and keys holding one, right after the commit
+            // at w.
             if (eng.open_windows() != open ||
                 eng.keys_with_open_windows() != static_cast<std::size_t>(open_keys))
                 bad += "    open_windows()=" + std::to_string(eng.open_windows()) +

@@ -236,7 +236,7 @@ TEST(JsonDecoder, Values) {
         {"-0", ok("i:0")},
         {"9223372036854775807", ok("i:9223372036854775807")},
         {"-9223372036854775808", ok("i:-9223372036854775808")},
-        // integers beyond int64, up to 38 digits, stay exact (SPEC 10); longer ones are
+        // integers beyond int64, up to 38 digits, stay exact (README "Security"); longer ones are
         // dead letters, as are numbers beyond the double range
         {"9223372036854775808", ok("b:9223372036854775808")},
         {"-9223372036854775809", ok("b:-9223372036854775809")},
@@ -669,7 +669,7 @@ TEST(Iso8601, InvalidForms) {
         parse_iso8601("\xef\xbc\x92\xef\xbc\x90\xef\xbc\x92\xef\xbc\x96-11-30T10:01:00Z", got));
 }
 
-// SPEC 10 per-record failures: a key the sink could never store is a dead letter.
+// README "Security" per-record failures: a key the sink could never store is a dead letter.
 TEST(JsonDecoder, KeyLongerThanMaxKeyBytesIsADeadLetter) {
     DecoderConfig cfg{"user.id", "ts", {}};
     cfg.max_key_bytes = 8;
@@ -704,7 +704,7 @@ TEST(JsonDecoder, KeyLongerThanMaxKeyBytesIsADeadLetter) {
               "key={\"k\":");
 }
 
-// SPEC 10 time from the future: beyond now + future_limit is a dead letter.
+// README "Security" time from the future: beyond now + future_limit is a dead letter.
 TEST(JsonDecoder, TimeBeyondFutureLimitIsADeadLetter) {
     DecoderConfig cfg{"k", "ts", {}};
     cfg.future_limit = 1000;

@@ -1,5 +1,6 @@
-// kafka_options rules (SPEC 10): managed properties refused, code-loading properties refused for
-// everyone before librdkafka sees them, server file names only with file-reading privileges.
+// kafka_options rules (README "Security"): managed properties refused, code-loading properties
+// refused for everyone before librdkafka sees them, server file names only with file-reading
+// privileges.
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/kafka/options.hpp"
 

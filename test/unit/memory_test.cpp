@@ -1,5 +1,5 @@
 // WindowedAggregation::memory_bytes(): the engine's own estimate of the heap it holds, which
-// worker_memory_limit (SPEC 10) checks. It must follow keys and windows up and down, and
+// worker_memory_limit (README "Security") checks. It must follow keys and windows up and down, and
 // stay within a factor of two of what the allocator actually handed out.
 #include "engine_harness.hpp"
 

@@ -1,8 +1,8 @@
-// The record path in executor mode (SPEC 11): the consume side only extracts records into raw
-// rows, in order, unreadable ones marked; the main thread takes the batch and feeds each record
-// (or makes it a dead letter) in order. Nothing is counted, positioned or windowed before the
-// main thread fed it; filtered records count for the watermark, not for the window; a dead
-// letter of one aggregation leaves the others their record.
+// The record path in executor mode (README "Expressions and PostgreSQL aggregates"): the consume
+// side only extracts records into raw rows, in order, unreadable ones marked; the main thread takes
+// the batch and feeds each record (or makes it a dead letter) in order. Nothing is counted,
+// positioned or windowed before the main thread fed it; filtered records count for the watermark,
+// not for the window; a dead letter of one aggregation leaves the others their record.
 #include "stoatflow/flow/record_path.hpp"
 
 #include <gtest/gtest.h>

@@ -27,7 +27,8 @@ using stoatflow::flow::RecordPathConfig;
 
 constexpr Millis kBase = 1'700'000'000'000;  // a minute boundary (epoch ms divisible by 60,000)
 constexpr int kPartitions = 4;               // per topic
-constexpr int kTopics = 2;                   // the source reads two topics (SPEC 11)
+constexpr int kTopics =
+    2;  // the source reads two topics (README "Expressions and PostgreSQL aggregates")
 using stoatflow::core::TopicPartition;
 
 RecordPathConfig config() {
@@ -191,7 +192,8 @@ TEST(RecordPathThreads, ConsumeWhileWritingGivesTheSameResultsAsOneThread) {
 namespace {
 
 // Offsets, dead letters and the watermark keep the topics apart: partition 0 of each topic is
-// its own partition (SPEC 11), and a dead letter names its topic.
+// its own partition (README "Expressions and PostgreSQL aggregates"), and a dead letter names its
+// topic.
 TEST(RecordPathTopics, PartitionsOfDifferentTopicsAreDistinct) {
     RecordPathConfig c = config();
     c.max_out_of_orderness = 0;

@@ -318,8 +318,8 @@ private:
         for (std::size_t i : joined)
             if (list[i].first < list[earliest].first) earliest = i;
         if (t < list[earliest].first && own_closed) {
-            // A late record extends the open session backwards (SPEC 4), also over closed
-            // sessions. The exceptions (README): the sink knows a session by (key, first),
+            // A late record extends the open session backwards (README "Window kinds"), also over
+            // closed sessions. The exceptions (README): the sink knows a session by (key, first),
             // so it may not come to start where a closed session starts; and the worker
             // remembers closed sessions only until w >= last + 1 + retention + gap (the
             // minimum retention gap + grace here): it may not reach back to the last record
@@ -374,8 +374,8 @@ private:
     std::map<std::string, std::vector<Session>> sessions_;  // session
 };
 
-// The watermark of SPEC 3.2 over several partitions, written from the SPEC alone (no
-// core::Watermark code): W = min over partitions that hold data of their largest event
+// The watermark of README "Time and the watermark" over several partitions, written from the SPEC
+// alone (no core::Watermark code): W = min over partitions that hold data of their largest event
 // time, minus max_out_of_orderness; never decreasing. A partition assigned with records
 // waiting holds W back (W does not move at all) until its first record, or until it turns
 // out to have had nothing (caught up). With idle_timeout, a partition caught up and silent

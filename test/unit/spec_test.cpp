@@ -44,7 +44,7 @@ TEST(Validation, EveryBadDefinitionIsRejectedWithAUsefulMessage) {
     EXPECT_EQ(error_of(WindowSpec::session(1, 0)), "");
 }
 
-// SPEC 10 Bounds: a record may fall into at most kMaxWindowsPerRecord hopping windows.
+// README "Security" Bounds: a record may fall into at most kMaxWindowsPerRecord hopping windows.
 TEST(Validation, HoppingWithTooManyWindowsPerRecordIsRefused) {
     static_assert(kMaxWindowsPerRecord == 1000);
     EXPECT_EQ(error_of(WindowSpec::hopping(1000, 1)), "");

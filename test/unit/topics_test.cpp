@@ -1,5 +1,5 @@
-// create_source's topic list (SPEC 11): split, trimmed, each a Kafka topic name, no repeats,
-// a bounded count; every refusal with its SQLSTATE.
+// create_source's topic list (README "Expressions and PostgreSQL aggregates"): split, trimmed, each
+// a Kafka topic name, no repeats, a bounded count; every refusal with its SQLSTATE.
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/kafka/limits.hpp"
 #include "stoatflow/kafka/topics.hpp"

@@ -1,4 +1,4 @@
-// The watermark rules of SPEC 3.2: min over partitions holding data, minus
+// The watermark rules of README "Time and the watermark": min over partitions holding data, minus
 // out-of-orderness; monotonic; empty and idle partitions; persistence.
 #include "stoatflow/core/watermark.hpp"
 
@@ -148,8 +148,9 @@ TEST(Watermark, RestoreThenAssignNeverMovesWPastWhereItStood) {
     EXPECT_EQ(after.observe(1, 60), 60);
 }
 
-// SPEC 11: one watermark over every partition of every topic of a source. Partition 0 of the
-// second topic is a partition of its own, and a window waits for the slow topic.
+// README "Expressions and PostgreSQL aggregates": one watermark over every partition of every topic
+// of a source. Partition 0 of the second topic is a partition of its own, and a window waits for
+// the slow topic.
 TEST(Watermark, SeveralTopicsShareOneWatermark) {
     using stoatflow::core::TopicPartition;
     const auto a0 = TopicPartition{0, 0}.id(), b0 = TopicPartition{1, 0}.id(),

@@ -234,8 +234,8 @@ TEST(Session, LateRecordInsideAnOpenSessionCounts) {
     EXPECT_EQ(h.sink.at({"a", 0}).values, (std::vector<std::string>{"5", "9"}));
 }
 
-// SPEC 4: a record within gap of an open session joins it even when its own [t, t] is
-// closed, extending the session backwards; the row under the old start is retracted.
+// README "Window kinds": a record within gap of an open session joins it even when its own [t, t]
+// is closed, extending the session backwards; the row under the old start is retracted.
 TEST(Session, LateRecordExtendsAnOpenSessionBackwards) {
     // session(20 s, grace 3 s), W = max event time − 10 s
     Harness h(WindowSpec::session(20000, 3000), EmitStrategy::OnWindowUpdate, 10000);
@@ -312,7 +312,7 @@ TEST(Session, ClosedSessionStartStaysReservedForAWhile) {
                                           {"b", 43, 44, 43, {"1", "1"}, true}}));
 }
 
-// SPEC 4's own case: a late record extends an open session that itself began late.
+// README "Window kinds"'s own case: a late record extends an open session that itself began late.
 TEST(Session, LateRecordExtendsASessionThatBeganLate) {
     // gap 30 s, grace 10 s, no out-of-orderness
     Harness h(WindowSpec::session(30000, 10000));

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kafka Streams vs stoatflow: throughput and CPU on the same Apache Kafka topic (issue 10, 4b).
+# Kafka Streams vs stoatflow: throughput and CPU on the same Apache Kafka topic.
 #
 #   bench/peers/kafka-streams/perf.sh             # dense + sparse, 3 repetitions each
 #   SMOKE=1 bench/peers/kafka-streams/perf.sh     # tiny sizes, 1 repetition: validates the script

@@ -125,7 +125,7 @@ def read_stream(d, name):
 # (max_out_of_orderness 0). Results: Counter of (key, start, end_exclusive, count, sum).
 
 def time_windows_model(recs, size, advance, grace):
-    """Tumbling/hopping, identical rules in both (SPEC 4; KStreamWindowAggregate): a record joins
+    """Tumbling/hopping, identical rules in both (README "Window kinds"; KStreamWindowAggregate): a record joins
     each of its windows [s, s+size) with s+size+grace > W (W updated first), else that window
     drops it."""
     w = None
@@ -200,7 +200,7 @@ def ks_session_model(recs, gap, grace, retention=None):
 
 
 def stoatflow_session_model(recs, gap, grace, retention=None):
-    """stoatflow per SPEC 4 and README "Grace, closing and late records", one partition, no
+    """stoatflow per README "Window kinds" and README "Grace, closing and late records", one partition, no
     restart: a record joins (merges) every open session of its key within gap, even when its own
     [t, t] is closed (extending the session backwards, also over closed sessions of the key). Such
     a backward extension is dropped (late_session) when it would start exactly where a remembered

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kafka Streams vs stoatflow: final windows on random single-partition streams (issue 10, 4a).
+# Kafka Streams vs stoatflow: final windows on random single-partition streams.
 #
 #   bench/peers/kafka-streams/semantics.sh      # SEMANTICS_STREAMS=20 SEMANTICS_SEED=1
 #

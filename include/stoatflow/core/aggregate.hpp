@@ -38,8 +38,8 @@ std::vector<AggSpec> normalize_aggregates(std::vector<AggSpec> specs);
 // Checks a JSON field path: dot-separated non-empty names. Throws Error (22023).
 void validate_field_path(const std::string& path);
 
-// Integers are summed exactly up to this many decimal digits per value (SPEC 10); a longer
-// one is a dead letter (value_out_of_range). 10^38 − 1 still fits __int128.
+// Integers are summed exactly up to this many decimal digits per value (README "Security"); a
+// longer one is a dead letter (value_out_of_range). 10^38 − 1 still fits __int128.
 inline constexpr int kMaxExactIntegerDigits = 38;
 
 // A numeric field value taken from one record, for one aggregate. Small (24 bytes): the

@@ -17,7 +17,8 @@ struct ColumnDecl {
     std::size_t position = 0;       // 1-based character position of the name in the list
 };
 
-// The metadata columns every source with `columns` has (SPEC 11, 14), in this order.
+// The metadata columns every source with `columns` has (README "Expressions and PostgreSQL
+// aggregates"), in this order.
 inline constexpr const char* kMetadataColumns[] = {"kafka_key",       "kafka_topic",
                                                    "kafka_partition", "kafka_offset",
                                                    "kafka_timestamp", "kafka_headers"};

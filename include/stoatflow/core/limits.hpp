@@ -1,4 +1,4 @@
-// Named bounds of SPEC 10 that the core enforces, in one place, so the docs, the checks
+// Named bounds of README "Security" that the core enforces, in one place, so the docs, the checks
 // and the messages can never disagree about a number.
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"

@@ -1,5 +1,6 @@
-// Segment arithmetic of SPEC 5: the interval formula, which segment a window lives
-// in, when a segment may be dropped whole, and how many segments can be live.
+// Segment arithmetic of README "Exactly once: the commit cycle": the interval formula, which
+// segment a window lives in, when a segment may be dropped whole, and how many segments can be
+// live.
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/time.hpp"

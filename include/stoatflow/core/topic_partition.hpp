@@ -1,7 +1,7 @@
-// A partition of one of a source's topics (SPEC 11: a source may read several topics). The
-// topic is its ordinal in the source's topic list, which never changes once the source exists.
-// The watermark keys its partitions by id(): topic 0's ids are the bare partition numbers, so a
-// watermark state committed by 0.1 (one topic) restores unchanged.
+// A partition of one of a source's topics (README "Expressions and PostgreSQL aggregates": a source
+// may read several topics). The topic is its ordinal in the source's topic list, which never
+// changes once the source exists. The watermark keys its partitions by id(): topic 0's ids are the
+// bare partition numbers, so a watermark state committed by 0.1 (one topic) restores unchanged.
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 

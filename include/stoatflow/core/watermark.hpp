@@ -1,8 +1,8 @@
-// The per-source watermark of SPEC 3.2: the minimum over partitions holding data of
-// their largest event time, minus max out-of-orderness; monotonic; idle partitions
-// (after idle_timeout of wall clock) stop holding it back. Serializable for commits.
-// One watermark over every partition of every topic of the source (SPEC 11): partitions are
-// keyed by TopicPartition::id().
+// The per-source watermark of README "Time and the watermark": the minimum over partitions holding
+// data of their largest event time, minus max out-of-orderness; monotonic; idle partitions (after
+// idle_timeout of wall clock) stop holding it back. Serializable for commits. One watermark over
+// every partition of every topic of the source (README "Expressions and PostgreSQL aggregates"):
+// partitions are keyed by TopicPartition::id().
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/time.hpp"

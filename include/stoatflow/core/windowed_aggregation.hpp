@@ -139,7 +139,7 @@ public:
     // An estimate of the heap this engine holds: keys with their bytes, the key table,
     // windows (the per-key blocks as allocated, cells beyond the inline ones), the close
     // calendar and heaps, the dirty list and pending retractions. O(1): kept up to date as
-    // memory is taken and given back, for worker_memory_limit (SPEC 10) to check often.
+    // memory is taken and given back, for worker_memory_limit (README "Security") to check often.
     std::size_t memory_bytes() const;
 
     // Live (open and retained) windows, for window_state(): calls f(key, state).

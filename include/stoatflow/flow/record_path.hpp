@@ -57,8 +57,9 @@ struct CommitSnapshot {
     std::vector<Aggregation> aggs;  // in the path's aggregation order
 };
 
-// With `columns` (SPEC 11): the source's row type as the record path reads it. The key, the
-// event time and the aggregates' fields name columns (declared, then the six metadata ones).
+// With `columns` (README "Expressions and PostgreSQL aggregates"): the source's row type as the
+// record path reads it. The key, the event time and the aggregates' fields name columns (declared,
+// then the six metadata ones).
 struct RowPlan {
     std::vector<std::string> names;               // every column
     std::vector<std::vector<std::string>> paths;  // the declared columns' member paths
@@ -82,9 +83,9 @@ struct SlowRecord {
 
 // What a record path is built from (the catalog's source and aggregations, as plain values).
 struct RecordPathConfig {
-    // Executor mode (SPEC 11, a source with aggregations PostgreSQL's executor runs): the
-    // consume thread only extracts records into raw rows; the main thread converts and
-    // evaluates them and feeds each one (RecordPath::exec_*), in order.
+    // Executor mode (README "Expressions and PostgreSQL aggregates", a source with aggregations
+    // PostgreSQL's executor runs): the consume thread only extracts records into raw rows; the main
+    // thread converts and evaluates them and feeds each one (RecordPath::exec_*), in order.
     bool executor = false;
     std::vector<std::string> topics;  // the source's topics; a TopicPartition's topic indexes this
     std::optional<RowPlan> row;       // with columns; then aggregates' fields name columns

@@ -1,8 +1,8 @@
 // The fast lane of column conversion: a raw field (raw_row.hpp) into a value of one of the hot
 // column types, in pure C++, claimed only where PostgreSQL's own conversion (the type's input
-// function, SPEC 14's rules) is certain to give the identical value. Everything else (and every
-// rejection) answers Ask: the PostgreSQL layer converts it with PostgreSQL. The corpus test
-// (sql/row_type.sql) holds both lanes side by side.
+// function, the rules of README "Semantics") is certain to give the identical value. Everything
+// else (and every rejection) answers Ask: the PostgreSQL layer converts it with PostgreSQL. The
+// corpus test (sql/row_type.sql) holds both lanes side by side.
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 
@@ -44,7 +44,8 @@ FastValue fast_convert(FastType type, const RawValue& raw);
 // True when the value certainly converts into the column type (fast_convert claims it, or a
 // json/jsonb column gets JSON that jsonb_in takes: no \u0000, no number beyond numeric's
 // range). A record is only staged by the fast lane when every declared column passes: a value
-// that does not convert makes the record a dead letter even when nothing reads it (SPEC 11).
+// that does not convert makes the record a dead letter even when nothing reads it (README
+// "Expressions and PostgreSQL aggregates").
 bool fast_valid(FastType type, const RawValue& raw);
 
 // ISO 8601 with an explicit offset, strictly: YYYY-MM-DD('T'|' ')hh:mm:ss[.f{1,6}](Z|±hh[:mm]),

@@ -83,7 +83,7 @@ struct KafkaHeader {
     std::size_t value_len = 0;
 };
 
-// What a record's metadata columns are made of (SPEC 14).
+// What a record's metadata columns are made of (README "Semantics").
 struct RecordMeta {
     std::string_view topic;
     std::int32_t partition = 0;

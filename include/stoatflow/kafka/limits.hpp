@@ -6,9 +6,10 @@
 
 namespace stoatflow::kafka {
 
-// A source reads at most this many topics (SPEC 11: create_source(topic => 'a, b')). Each is
-// a few metadata and offset queries when the worker starts, and a row per partition in the
-// catalog; the bound keeps a typo (a pasted list of thousands) from becoming a stalled start.
+// A source reads at most this many topics (README "Expressions and PostgreSQL aggregates":
+// create_source(topic => 'a, b')). Each is a few metadata and offset queries when the worker
+// starts, and a row per partition in the catalog; the bound keeps a typo (a pasted list of
+// thousands) from becoming a stalled start.
 constexpr std::size_t kMaxTopicsPerSource = 64;
 // Kafka's own limit on a topic name's length.
 constexpr std::size_t kMaxTopicNameBytes = 249;

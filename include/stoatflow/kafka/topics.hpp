@@ -1,5 +1,6 @@
-// A source's topic list (SPEC 11): `topic => 'web_activity, purchases'`. One rule, used by
-// create_source (through stoatflow._parse_topics) and unit-tested on its own.
+// A source's topic list (README "Expressions and PostgreSQL aggregates"): `topic => 'web_activity,
+// purchases'`. One rule, used by create_source (through stoatflow._parse_topics) and unit-tested on
+// its own.
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 

@@ -45,8 +45,8 @@ core::AggFn agg_fn_from_catalog(const std::string& name) {
 }
 
 namespace {
-// The worker's SQL names every function and operator with its schema (SPEC 10): it runs as the
-// bootstrap superuser, and nothing a database owner puts on a search_path may reach it.
+// The worker's SQL names every function and operator with its schema (README "Security"): it runs
+// as the bootstrap superuser, and nothing a database owner puts on a search_path may reach it.
 const char* kSourceColumns =
     "SELECT source_id, source_name, topic, brokers, format, coalesce(key_path, ''), "
     "coalesce(event_time_path, ''), max_out_of_orderness_ms, coalesce(idle_timeout_ms, 0), "

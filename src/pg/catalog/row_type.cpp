@@ -1,5 +1,6 @@
 // A source's row type: `columns` resolved with PostgreSQL's type-name parser, and raw rows
-// converted into Datums by SPEC 14's rules through the column types' own input functions.
+// converted into Datums by the rules of README "Semantics" through the column types' own input
+// functions.
 #include "stoatflow/core/aggregate.hpp"
 #include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/error.hpp"

@@ -1,7 +1,8 @@
 // Declaration-time analysis: each text parsed as a SELECT list (PL/pgSQL's expression mode,
 // so positions are the user's), given the source's row as its only FROM item, analyzed by
-// parse_analyze under a pinned search_path, and judged (SPEC 11). The PostgreSQL work runs in
-// plain C style inside pg_call; the C++ side names, checks and reports.
+// parse_analyze under a pinned search_path, and judged (README "Expressions and PostgreSQL
+// aggregates"). The PostgreSQL work runs in plain C style inside pg_call; the C++ side names,
+// checks and reports.
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
@@ -21,7 +22,7 @@ namespace {
 
 const char* const kRoleNames[] = {"key", "event_time", "group_by", "filter", "aggregates"};
 
-// Names the sink already has, or that PostgreSQL would truncate (SPEC 10 "Names").
+// Names the sink already has, or that PostgreSQL would truncate (README "Limits").
 void check_names(const std::vector<AnalyzedExpr>& group_by,
                  const std::vector<AnalyzedExpr>& aggregates) {
     static const std::set<std::string> reserved = {"window_start", "window_end", "event_time",

@@ -1,4 +1,4 @@
-// Names PostgreSQL would truncate (SPEC 10 "Names"), found in an expression's text before the
+// Names PostgreSQL would truncate (README "Limits"), found in an expression's text before the
 // scanner silently shortens them: identifiers only, string literals and comments skipped.
 #include <cctype>
 #include <cstring>

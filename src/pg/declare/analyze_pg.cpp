@@ -151,7 +151,8 @@ bool collect_aggrefs(Node* node, void* context) {
     pg_unreachable();
 }
 
-// Judges one aggregate call (SPEC 11) and fills what the worker needs to run it.
+// Judges one aggregate call (README "Expressions and PostgreSQL aggregates") and fills what the
+// worker needs to run it.
 void judge_call(const TextAnalysis* a, Aggref* ref, CallInfo* out) {
     const char* name = format_procedure(ref->aggfnoid);
     if (ref->aggkind != AGGKIND_NORMAL)
@@ -252,7 +253,7 @@ void judge_call(const TextAnalysis* a, Aggref* ref, CallInfo* out) {
     ReleaseSysCache(tuple);
 }
 
-// The sink column of an item without AS (SPEC 14 "Names"): 'count' for count(*), fn_column
+// The sink column of an item without AS (README "Semantics"): 'count' for count(*), fn_column
 // for one aggregate over one column, 'key' for a lone group_by item, the column for a column.
 const char* default_name(const TextAnalysis* a, Node* expr, int nitems) {
     if (a->role == kGroupBy) {
@@ -329,7 +330,7 @@ const RowDesc* row_from_json(const char* json) {
 }
 
 void analyze_text(TextAnalysis* a) {
-    // A name PostgreSQL would truncate is refused, never truncated (SPEC 10 "Names").
+    // A name PostgreSQL would truncate is refused, never truncated (README "Limits").
     const int too_long = long_identifier(a->text);
     if (too_long >= 0)
         ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),

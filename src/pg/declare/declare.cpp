@@ -100,7 +100,8 @@ std::string field_path_of(Node* arg) {
 
 namespace {
 // PostgreSQL's scanner truncates identifiers longer than NAMEDATALEN - 1 bytes (with a NOTICE);
-// two long aliases could become one column. Refuse them before the parser sees them (SPEC 10).
+// two long aliases could become one column. Refuse them before the parser sees them (README
+// "Security").
 void refuse_long_identifiers(const std::string& text) {
     const auto too_long = [](const std::string& name) {
         throw Error(sqlstate::kNameTooLong,
@@ -194,7 +195,8 @@ std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& li
         specs.push_back(std::move(spec));
     }
     auto normalized = core::normalize_aggregates(std::move(specs));
-    // A column name PostgreSQL would truncate could collide with another: refused (SPEC 10).
+    // A column name PostgreSQL would truncate could collide with another: refused (README
+    // "Security").
     for (const auto& spec : normalized)
         if (spec.column.size() > kMaxNameBytes)
             throw Error(sqlstate::kNameTooLong,

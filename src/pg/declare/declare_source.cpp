@@ -147,7 +147,8 @@ STOATFLOW_FUNCTION(stoatflow__invoking_role) { return ObjectIdGetDatum(GetOuterU
 
 // ---------------------------------------------------------------------------------
 // The caller's search_path, for create_aggregation: it is SECURITY DEFINER with a pinned
-// search_path (SPEC 10), yet an unqualified sink name means what it would mean to its caller.
+// search_path (README "Security"), yet an unqualified sink name means what it would mean to its
+// caller.
 
 namespace stoatflow::pg {
 // The value search_path had when the innermost function with a SET search_path clause was

@@ -1,5 +1,6 @@
 // stoatflow._parse_topics(topic): create_source's topic list, checked and split by the one rule
-// in kafka::parse_topic_list (SPEC 11: several topics per source).
+// in kafka::parse_topic_list (README "Expressions and PostgreSQL aggregates": several topics per
+// source).
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/kafka/topics.hpp"
 

@@ -1,6 +1,6 @@
 // An aggregation's executor as the worker builds it, and its aggregate states as the window
-// engine drives them: as the aggregation's owner (SPEC 10: user code never runs as the worker's
-// superuser).
+// engine drives them: as the aggregation's owner (README "Security": user code never runs as the
+// worker's superuser).
 #include "stoatflow/core/error.hpp"
 
 #include <string>

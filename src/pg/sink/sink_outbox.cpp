@@ -1,4 +1,4 @@
-// What a failing sink is owed (SPEC 10 isolation): a SinkWriter writes each commit's sink
+// What a failing sink is owed (README "Security" isolation): a SinkWriter writes each commit's sink
 // output in a subtransaction; when that fails, the output goes to the outbox
 // (stoatflow.sink_outbox, same transaction as the state) and is retried with backoff until the
 // sink takes it.

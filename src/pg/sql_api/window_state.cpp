@@ -48,8 +48,8 @@ STOATFLOW_FUNCTION(stoatflow_window_state) {
         throw Error(sqlstate::kInsufficientPrivilege,
                     "permission denied for the sink of aggregation \"" + name + "\"",
                     "window_state shows what the sink will hold; it needs SELECT on the sink.");
-    // window_state shows what SELECT on the sink shows (SPEC 10): where row-level security would
-    // filter the caller's rows, it refuses rather than show windows a policy hides.
+    // window_state shows what SELECT on the sink shows (README "Security"): where row-level
+    // security would filter the caller's rows, it refuses rather than show windows a policy hides.
     if (pg_call([&] { return check_enable_rls(sink, caller, true); }) == RLS_ENABLED)
         throw Error(sqlstate::kInsufficientPrivilege,
                     "window_state is not available for aggregation \"" + name +

@@ -62,7 +62,8 @@ void worker_connect() {
     BackgroundWorkerInitializeConnection(database_name, nullptr, 0);
     // The worker runs as the bootstrap superuser: right after connecting it pins its own path,
     // so nothing a database or role setting puts on search_path can shadow a function or
-    // operator its SQL uses (SPEC 10). PGC_S_OVERRIDE also outranks any later SET by code it runs.
+    // operator its SQL uses (README "Security"). PGC_S_OVERRIDE also outranks any later SET by code
+    // it runs.
     SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 }
 

@@ -1,5 +1,6 @@
 // The border between C++ exceptions and PostgreSQL's ereport/longjmp: the one pair of guards
-// every crossing goes through (SPEC 9). No exception leaves C++, no longjmp skips a destructor.
+// every crossing goes through (README "Repository layout"). No exception leaves C++, no longjmp
+// skips a destructor.
 //
 // Two directions, two guards:
 //
@@ -96,7 +97,7 @@ void run_trapped(void (*fn)(void*), void* arg);
 
 // Raises ERROR (42501) inside a security-restricted operation: user code the worker runs as
 // an aggregation's owner (sink triggers, constraints, defaults) must not reach stoatflow's
-// functions, whose idea of "the caller" would be the worker's superuser (SPEC 10). Called
+// functions, whose idea of "the caller" would be the worker's superuser (README "Security"). Called
 // before any C++ object exists, so the longjmp skips nothing.
 void refuse_in_restricted_operation();
 

@@ -30,7 +30,7 @@ Datum bytea_datum(const std::string& s);
 
 // "ROWS FROM (pg_catalog.unnest($first), ..., pg_catalog.unnest($first + n - 1))": n parameter
 // arrays as rows. (Only the unqualified unnest(a, b) is expanded this way by the parser; the
-// worker's SQL qualifies every function, SPEC 10.)
+// worker's SQL qualifies every function, README "Security".)
 std::string unnest_rows(int n, int first = 1);
 
 // Writes row-major values in one statement: INSERT, or with `conflict_target` (e.g.

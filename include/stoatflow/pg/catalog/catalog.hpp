@@ -29,8 +29,8 @@ struct SourceDef {
     core::Millis future_limit = core::kNoTime;  // create_source(future_limit); kNoTime: off
     std::string start_offset;
     std::vector<std::pair<std::string, std::string>> kafka_options;
-    // With columns (SPEC 11): the declared columns (types as stored); key_path and
-    // event_time_path then name columns (empty: kafka_key, kafka_timestamp).
+    // With columns (README "Expressions and PostgreSQL aggregates"): the declared columns (types as
+    // stored); key_path and event_time_path then name columns (empty: kafka_key, kafka_timestamp).
     bool has_columns = false;
     std::vector<core::ColumnDecl> columns;
     std::string columns_json;  // stoatflow.source.columns as stored (for the analysis)
@@ -49,8 +49,9 @@ struct AggregationDef {
     std::string sink_schema;  // the sink's name, to find it again after a re-creation
     std::string sink_table;
     Oid owner = InvalidOid;
-    // Run by PostgreSQL's executor (SPEC 11): aggregates is then the declared SELECT list,
-    // analyzed again when the worker starts (analyze.hpp), and `aggregates` above is empty.
+    // Run by PostgreSQL's executor (README "Expressions and PostgreSQL aggregates"): aggregates is
+    // then the declared SELECT list, analyzed again when the worker starts (analyze.hpp), and
+    // `aggregates` above is empty.
     bool executor = false;
     std::int32_t source_id = 0;
     std::string aggregates_text;

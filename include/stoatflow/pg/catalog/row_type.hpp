@@ -1,7 +1,7 @@
 // A source's row type in the PostgreSQL layer: the `columns` list resolved with PostgreSQL's
 // type-name parser at declaration (_parse_columns), and, in a backend, the conversion of raw
-// rows (kafka/raw_row.hpp) into Datums by SPEC 14's rules through the types' input functions,
-// a batch per subtransaction, record by record only when a batch fails.
+// rows (kafka/raw_row.hpp) into Datums by the rules of README "Semantics" through the types' input
+// functions, a batch per subtransaction, record by record only when a batch fails.
 #pragma once
 
 #include "stoatflow/core/column_list.hpp"
@@ -55,7 +55,7 @@ public:
     void convert(const format::RawRows& rows, std::vector<Datum>& values, std::vector<bool>& nulls,
                  std::vector<std::string>& bad, const std::vector<bool>* used = nullptr) const;
 
-    // One value by SPEC 14's rules (PostgreSQL errors raise; call inside pg_call).
+    // One value by the rules of README "Semantics" (PostgreSQL errors raise; call inside pg_call).
     Datum convert_value(std::size_t col, const format::RawValue& raw, bool& isnull) const;
 
 private:

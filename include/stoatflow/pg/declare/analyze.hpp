@@ -1,7 +1,7 @@
-// Declaration-time analysis (SPEC 11): a source's key and event_time, an aggregation's
-// group_by, filter and aggregate list, parsed and analyzed by PostgreSQL's own parser against
-// the source's row (its columns plus the Kafka metadata columns), and every aggregate call
-// judged: can its state be stored, combined, run in a window at all.
+// Declaration-time analysis (README "Expressions and PostgreSQL aggregates"): a source's key and
+// event_time, an aggregation's group_by, filter and aggregate list, parsed and analyzed by
+// PostgreSQL's own parser against the source's row (its columns plus the Kafka metadata columns),
+// and every aggregate call judged: can its state be stored, combined, run in a window at all.
 //
 // Names resolve at declaration along the caller's search_path, as a view's do, and the texts
 // are stored with every function, operator and type outside pg_catalog schema-qualified
@@ -69,7 +69,7 @@ struct Analysis {
     std::vector<AnalyzedExpr> aggregates;
 };
 
-// The Kafka metadata columns every row has after its own (SPEC 14), in this order.
+// The Kafka metadata columns every row has after its own (README "Semantics"), in this order.
 struct MetadataColumn {
     const char* name;
     const char* type;

@@ -48,7 +48,7 @@ struct TextAnalysis {
     const char* text;
     Role role;
     const RowDesc* row;
-    bool need_combine;        // session and sliding windows (SPEC 14)
+    bool need_combine;        // session and sliding windows (README "Semantics")
     const char* window_kind;  // for messages
     const char* parse_path;   // names resolved along this search_path; NULL: the pinned one
     // out

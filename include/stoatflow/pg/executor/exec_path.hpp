@@ -1,6 +1,7 @@
-// The worker's side of PostgreSQL's executor (SPEC 11): an aggregation's executor built from
-// its declaration, its aggregate states as the window engine sees them (every call as the
-// aggregation's owner), and the way back from an engine's layout to its executor.
+// The worker's side of PostgreSQL's executor (README "Expressions and PostgreSQL aggregates"): an
+// aggregation's executor built from its declaration, its aggregate states as the window engine sees
+// them (every call as the aggregation's owner), and the way back from an engine's layout to its
+// executor.
 #pragma once
 
 #include "stoatflow/core/aggregate.hpp"
@@ -24,8 +25,9 @@ std::unique_ptr<AggregationExecutor> make_executor(const SourceDef& source,
                                                    MemoryContext parent,
                                                    std::vector<bool>* used = nullptr);
 
-// A source's key and event time (SPEC 11): a column's name, or an expression over its row.
-// Empty means the metadata column (kafka_key, kafka_timestamp), as in 0.1.
+// A source's key and event time (README "Expressions and PostgreSQL aggregates"): a column's name,
+// or an expression over its row. Empty means the metadata column (kafka_key, kafka_timestamp), as
+// in 0.1.
 bool source_names_column(const SourceDef& source, const std::string& name);
 std::string source_key_text(const SourceDef& source);   // as an expression over the row
 std::string source_time_text(const SourceDef& source);  // as an expression over the row

@@ -1,6 +1,7 @@
-// An aggregation's expressions and PostgreSQL aggregates as the worker runs them (SPEC 11):
-// built from the declaration's analysis (analyze.hpp), run on the main thread only, inside a
-// transaction, as the aggregation's owner (the caller sets the role; see run_as_owner).
+// An aggregation's expressions and PostgreSQL aggregates as the worker runs them (README
+// "Expressions and PostgreSQL aggregates"): built from the declaration's analysis (analyze.hpp),
+// run on the main thread only, inside a transaction, as the aggregation's owner (the caller sets
+// the role; see run_as_owner).
 //
 // Per record the record path hands the row's values (columns, then the six metadata columns:
 // RowType's order, which the analyzed trees' Vars index) to evaluate(), which gives the key,

@@ -1,6 +1,7 @@
 // An aggregation's sink: found again by id or, after a re-creation, by name; its shape checked
 // against the aggregation before every write; deletes, new windows and rewrites written as the
-// aggregation's owner; and the outbox holding what a failing sink is owed (SPEC 10 isolation).
+// aggregation's owner; and the outbox holding what a failing sink is owed (README "Security"
+// isolation).
 #pragma once
 
 #include "stoatflow/core/aggregate.hpp"

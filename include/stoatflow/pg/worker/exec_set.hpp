@@ -13,8 +13,9 @@ extern "C" {
 
 namespace stoatflow::pg {
 
-// A source's executors (SPEC 11): per aggregation, the executor that runs it and the aggregate
-// states its engine keeps (nullptr for the built-in fast path). Destroyed after the engines.
+// A source's executors (README "Expressions and PostgreSQL aggregates"): per aggregation, the
+// executor that runs it and the aggregate states its engine keeps (nullptr for the built-in fast
+// path). Destroyed after the engines.
 struct ExecSet {
     MemoryContext cxt = nullptr;        // the executors' contexts live under this one
     MemoryContext batch_cxt = nullptr;  // one executor batch's converted rows
@@ -22,8 +23,9 @@ struct ExecSet {
     std::vector<std::shared_ptr<core::ExternalAggregates>> external;
     bool has_fast = false;   // some aggregation of the source takes the fast path
     std::vector<bool> used;  // per column of the row: read by some aggregation (or the source)
-    // A source whose event time or key is an expression (SPEC 11): its executor gives them as
-    // texts (the event time first); nullptr when both are columns.
+    // A source whose event time or key is an expression (README "Expressions and PostgreSQL
+    // aggregates"): its executor gives them as texts (the event time first); nullptr when both are
+    // columns.
     std::unique_ptr<AggregationExecutor> source;
     bool time_expr = false, key_expr = false;
     Oid time_type = InvalidOid;

@@ -1,8 +1,9 @@
-// Executor mode on the main thread (SPEC 11): the records the consume thread extracted are
-// converted (RowType, as the source's owner), evaluated by each aggregation's executor (as that
-// aggregation's owner) and fed to the record path in order. A record whose expressions raise an
-// error is a dead letter (expression_error); an error while folding (an aggregate's transition
-// function) fails the worker, which starts over from the committed state.
+// Executor mode on the main thread (README "Expressions and PostgreSQL aggregates"): the records
+// the consume thread extracted are converted (RowType, as the source's owner), evaluated by each
+// aggregation's executor (as that aggregation's owner) and fed to the record path in order. A
+// record whose expressions raise an error is a dead letter (expression_error); an error while
+// folding (an aggregate's transition function) fails the worker, which starts over from the
+// committed state.
 #include "stoatflow/core/error.hpp"
 
 #include <algorithm>

@@ -40,7 +40,8 @@ void SourceWorker::step() {
         in_transaction([&] {
             while (pipeline_->path().blocked()) pipeline_->resolve_blocked();
         });
-    // Executor mode: every record is converted and evaluated here (SPEC 11).
+    // Executor mode: every record is converted and evaluated here (README "Expressions and
+    // PostgreSQL aggregates").
     if (pipeline_->path().exec_waiting() > 0) in_transaction([&] { pipeline_->run_executor(); });
     out_of_range(now);
     // Partitions that have never delivered a record but now have some waiting hold the

@@ -159,7 +159,8 @@ SourceWorker::Start SourceWorker::start() {
     const bool latest = src->start_offset == "latest";
     const bool fresh = pipeline->path().next_offsets().empty();
     const auto& stored_offsets = pipeline->path().next_offsets();
-    // Every partition of every topic; the watermark is one over all of them (SPEC 11).
+    // Every partition of every topic; the watermark is one over all of them (README "Expressions
+    // and PostgreSQL aggregates").
     for (std::size_t t = 0; t < src->topics.size(); ++t) {
         const std::string& topic = src->topics[t];
         const auto parts = consumer->partitions(topic, kKafkaTimeoutMs);
@@ -234,7 +235,7 @@ bool SourceWorker::partitions_added(core::Millis now) {
     return true;
 }
 
-// stoatflow.worker_memory_limit (SPEC 10): past it, commit what was consumed and stop
+// stoatflow.worker_memory_limit (README "Security"): past it, commit what was consumed and stop
 // consuming, with a status naming the limit and the aggregation holding the most state,
 // until the limit is raised (SIGHUP) or aggregations change. A bounded stop beats the
 // kernel's OOM killer, which would make the postmaster restart every session.
