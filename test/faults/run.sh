@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Process-level fault tests (README "Exactly once: the commit cycle", README "Operations" faults, README "Security" sink isolation): each
+# Process-level fault tests (README "Exactly once: the commit cycle", "Operations", "Security"): each
 # scenario starts its own throwaway PostgreSQL cluster (unix socket only) and Kafka broker (127.0.0.1),
 # streams deterministic events (events.py) through stoatflow while injecting one kind of
 # fault, and compares the sink with an independent computation row for row.
