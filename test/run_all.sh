@@ -72,6 +72,11 @@ core_build() {  # core_build DIR CMAKE-ARGS...
     ctest --test-dir "$dir" --output-on-failure --no-tests=error
 }
 
+tools_build() {  # tools_build DIR: the programs the tests and benchmarks run, nothing else
+    cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOATFLOW_WERROR=ON
+    cmake --build "$1" -j"$jobs" --target stoatflow-mock-broker stoatflow-raw-consume
+}
+
 tsan_build() {  # the unit tests only (the mock broker and tools link uninstrumented librdkafka)
     cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOATFLOW_WERROR=ON -DSTOATFLOW_TSAN=ON
     cmake --build build-tsan -j"$jobs" --target stoatflow_unit_tests
@@ -79,37 +84,32 @@ tsan_build() {  # the unit tests only (the mock broker and tools link uninstrume
 }
 
 # (0) every C++ file as the repository's .clang-format lays it out
-export -f core_build tsan_build
+export -f core_build tools_build tsan_build
 export jobs
 step "format: clang-format --dry-run --Werror" 2 bash test/format_check.sh
 step "house: only the sandbox switches users" 1 bash test/check_sandbox.sh
 
-# (a) the pure core and its unit tests
+# (a) the pure rooms and their unit tests. With the sanitizers (CI) the unit tests are built and
+# run once, under ASan/UBSan; build/ then holds only the tools the later steps run (the mock
+# broker, the raw-consume ceiling), so no step compiles what another step already compiled.
+sanitize=0
+if [ "${CI:-}" = "true" ] || [ "${SANITIZE:-0}" = "1" ]; then sanitize=1; fi
 if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     skip "core: cmake build + ctest" "SKIP_CORE=1"
-elif [ -f CMakeLists.txt ]; then
-    step "core: cmake build + ctest" 20 bash -ec 'core_build build'
-else
+elif [ ! -f CMakeLists.txt ]; then
     skip "core: cmake build + ctest" "no CMakeLists.txt"
-fi
-
-# (b) the same under AddressSanitizer + UndefinedBehaviorSanitizer
-if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
-    skip "core: ASan/UBSan build + ctest" "SKIP_CORE=1"
-elif [ "${CI:-}" = "true" ] || [ "${SANITIZE:-0}" = "1" ]; then
-    if [ -f CMakeLists.txt ]; then
-        step "core: ASan/UBSan build + ctest" 25 bash -ec 'core_build build-asan -DSTOATFLOW_SANITIZE=ON'
-    else
-        skip "core: ASan/UBSan build + ctest" "no CMakeLists.txt"
-    fi
+elif [ "$sanitize" = 1 ]; then
+    step "core: ASan/UBSan build + ctest" 25 bash -ec 'core_build build-asan -DSTOATFLOW_SANITIZE=ON'
+    step "tools: mock broker, raw consume (build/)" 5 bash -ec 'tools_build build'
 else
+    step "core: cmake build + ctest" 20 bash -ec 'core_build build'
     skip "core: ASan/UBSan build + ctest" "set SANITIZE=1 or CI=true"
 fi
 
 # (b2) the unit tests under ThreadSanitizer (the worker's two threads share the record path)
 if [ "${SKIP_CORE:-0}" = "1" ] && [ "${CI:-}" != "true" ]; then
     skip "core: TSan build + ctest" "SKIP_CORE=1"
-elif [ "${CI:-}" = "true" ] || [ "${SANITIZE:-0}" = "1" ]; then
+elif [ "$sanitize" = 1 ]; then
     step "core: TSan build + ctest" 20 bash -ec tsan_build
 else
     skip "core: TSan build + ctest" "set SANITIZE=1 or CI=true"
@@ -177,14 +177,17 @@ step "upgrade: 0.1 -> 0.2 with a running pipeline" 20 bash test/upgrade/run.sh
 # BENCHMARKS.md for real runs). The JSON output is checked: every workload ran, and every
 # *_commit_* variant flushed mid-stream (state_rows/iter > 0; the flush interval scales
 # with BENCH_SCALE).
-bench_smoke() {
-    cmake --build build -j"$jobs" --target stoatflow_engine_bench stoatflow-raw-consume
-    BENCH_SCALE=0.005 ./build/stoatflow_engine_bench --benchmark_report_aggregates_only=true \
-        --benchmark_out=build/engine_bench_smoke.json --benchmark_out_format=json
-    python3 bench/check_engine_smoke.py build/engine_bench_smoke.json
+bench_smoke() {  # in the build that compiled the unit tests (build-asan with the sanitizers)
+    local dir=build
+    [ "$sanitize" = 1 ] && dir=build-asan
+    cmake --build "$dir" -j"$jobs" --target stoatflow_engine_bench
+    BENCH_SCALE=0.005 "./$dir/stoatflow_engine_bench" --benchmark_report_aggregates_only=true \
+        --benchmark_out="$dir/engine_bench_smoke.json" --benchmark_out_format=json
+    python3 bench/check_engine_smoke.py "$dir/engine_bench_smoke.json"
 }
 if [ -x build/stoatflow-mock-broker ]; then
     export -f bench_smoke
+    export sanitize
     step "bench: engine benchmark smoke" 10 bash -ec bench_smoke
 else
     skip "bench: engine benchmark smoke" "no core build"
