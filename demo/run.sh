@@ -129,3 +129,4 @@ psql -c "SELECT source_name, status, partition, committed_offset, high_watermark
 say "stoatflow.dead_letters"
 psql -c "SELECT partition, \"offset\", reason, payload FROM stoatflow.dead_letters"
 say "Done: PostgreSQL and the mock cluster stop now"
+echo "(to try it yourself in psql: bash demo/cluster.sh start, then README \"Getting started\")"
