@@ -36,6 +36,9 @@ wait_until "$STOP_TIMEOUT" "status 'error' naming stoatflow.worker_memory_limit"
 s=$(source_status)
 log "status: $s"
 [[ $s == *'"agg"'* ]] || fail "the message does not name the aggregation holding the most state: $s"
+agg_status() { sql "SELECT status || '|' || coalesce(last_error, '') FROM stoatflow.stats WHERE aggregation_name = 'agg'"; }
+a=$(agg_status)
+[[ $a == "error|"*"worker_memory_limit"* ]] || fail "the aggregation holding the most state does not show the stop: stats says '$a'"
 at=$(committed)
 for ((c = 1; c < NCHUNKS; c++)); do produce_chunk "$c"; done
 [ "$at" != "?" ] && ((at < PRODUCED)) || fail "committed $at of $PRODUCED: the worker did not stop short"
@@ -51,6 +54,8 @@ wait_caught_up
 running() { [[ $(source_status) == "running|"* ]]; }
 wait_until 30 "status 'running' once the limit is lifted" running
 log "caught up after the limit was lifted: $(source_status)"
+agg_running() { [[ $(agg_status) == "running|"* ]]; }
+wait_until 30 "the aggregation's status 'running' again" agg_running
 verify_sink
 check_log
 log "RESULT events=$EVENTS stopped_at=$at rows_compared=$VERIFY_ROWS match=yes"

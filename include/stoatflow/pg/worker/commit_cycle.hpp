@@ -49,12 +49,14 @@ public:
 // what it has not committed and stops consuming until the limit or the aggregations change.
 class MemoryLimitExceeded : public Error {
 public:
-    MemoryLimitExceeded(std::int32_t aggregation_id, const std::string& what)
-        : Error(sqlstate::kProgramLimitExceeded, what), aggregation_id_(aggregation_id) {}
-    std::int32_t aggregation_id() const { return aggregation_id_; }
+    explicit MemoryLimitExceeded(const std::string& aggregation)
+        : Error(sqlstate::kProgramLimitExceeded, "aggregation \"" + aggregation + "\""),
+          aggregation_(aggregation) {}
+    // The aggregation that holds the most state.
+    const std::string& aggregation_name() const { return aggregation_; }
 
 private:
-    std::int32_t aggregation_id_;
+    std::string aggregation_;
 };
 
 // The record path's configuration from the catalog's definitions (row_type: the source's, when

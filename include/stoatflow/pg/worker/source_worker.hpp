@@ -30,6 +30,7 @@ private:
     Start start();
     void fail(const std::string& what);
     void memory_stop(const MemoryLimitExceeded& e);
+    void show_memory_stop(const std::string& msg, const std::string& aggregation);
     bool memory_stop_over();
     void drop_pipeline();
     void start_over(const std::string& why);

@@ -135,8 +135,7 @@ void CommitCycle::memory_exceeded() const {
     std::size_t most = 0;
     for (std::size_t i = 1; i < memory.size(); ++i)
         if (memory[i].second > memory[most].second) most = i;
-    throw MemoryLimitExceeded(aggs_.at(most).def.id,
-                              "aggregation \"" + aggs_.at(most).def.name + "\"");
+    throw MemoryLimitExceeded(aggs_.at(most).def.name);
 }
 
 void CommitCycle::run_executor() {

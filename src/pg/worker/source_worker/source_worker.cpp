@@ -268,11 +268,8 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
             megabytes(limit) + "); consuming stopped. Aggregation \"" + biggest +
             "\" holds the most state (about " + megabytes(static_cast<std::int64_t>(most)) +
             "). Raise the limit and reload, or drop or re-declare that aggregation.";
-        pg_call([&] {
-            ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str())));
-        });
         memory_blocked_ = true;
-        set_status("error", msg);
+        show_memory_stop(msg, biggest);
     }
     // Consume nothing; keep looking for a reload or changed aggregations (wait_ms reloads).
     wait_ms(kIdleCheckMs);
@@ -302,15 +299,24 @@ void SourceWorker::memory_stop(const MemoryLimitExceeded& e) {
         megabytes(limit) + "); consuming stopped. " + e.what() +
         " holds the most state (PostgreSQL aggregate states). Raise the limit and reload, or "
         "drop or re-declare that aggregation.";
+    show_memory_stop(msg, e.aggregation_name());
+}
+
+// The one way a memory stop shows (both stops above): a warning in the server log, the source's
+// status 'error' and that of the aggregation holding the most state, both naming the limit. The
+// next commit after consuming resumes writes the aggregation's status again.
+void SourceWorker::show_memory_stop(const std::string& msg, const std::string& aggregation) {
     pg_call(
         [&] { ereport(WARNING, (errmsg("stoatflow source %d: %s", source_id_, msg.c_str()))); });
     set_status("error", msg);
-    const std::int32_t id = e.aggregation_id();
     try {
         in_transaction([&] {
-            spi_exec("UPDATE stoatflow.aggregation_progress SET status = 'error', last_error = $2 "
-                     "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-                     {arg_int32(id), arg_text(msg)});
+            spi_exec(
+                "UPDATE stoatflow.aggregation_progress p SET status = 'error', last_error = $3 "
+                "FROM stoatflow.aggregation a WHERE a.aggregation_id OPERATOR(pg_catalog.=) "
+                "p.aggregation_id AND a.source_id OPERATOR(pg_catalog.=) $1 AND "
+                "a.aggregation_name OPERATOR(pg_catalog.=) $2",
+                {arg_int32(source_id_), arg_text(aggregation), arg_text(msg)});
         });
     } catch (const std::exception&) {
         // status is best effort
