@@ -27,4 +27,20 @@ if [ "${#missing[@]}" -gt 0 ]; then
     echo "check_purity: the headers above are in a pure room and do not include stoatflow/core/no_postgres.hpp" >&2
     exit 1
 fi
+# The rooms' arrows (src/README.md): a pure room includes only the rooms it may.
+declare -A may=([core]="core" [format]="core format" [kafka]="core format kafka" [flow]="core format flow")
+wrong=()
+for f in "${files[@]}"; do
+    room=${f#src/}
+    room=${room#include/stoatflow/}
+    room=${room%%/*}
+    while IFS= read -r inc; do
+        [[ " ${may[$room]} " == *" $inc "* ]] || wrong+=("$f includes stoatflow/$inc/")
+    done < <(grep -oE '#include "stoatflow/[a-z_]+/' "$f" | sed -E 's#.*"stoatflow/##; s#/$##' | sort -u)
+done
+if [ "${#wrong[@]}" -gt 0 ]; then
+    printf '  %s\n' "${wrong[@]}" >&2
+    echo "check_purity: the includes above go against the rooms' arrows (src/README.md)" >&2
+    exit 1
+fi
 echo "check_purity: ${#files[@]} files in src/{core,format,kafka,flow} and include/stoatflow/{core,format,kafka,flow} are free of PostgreSQL"
