@@ -1006,6 +1006,20 @@ CREATE OR REPLACE FUNCTION stoatflow.session(inactivity_gap interval, grace inte
 RETURNS stoatflow."window" LANGUAGE C IMMUTABLE
 AS 'MODULE_PATHNAME', 'stoatflow_session';
 DROP FUNCTION stoatflow._make_window(text, interval, interval, interval);
+-- The same from texts: an untyped literal ('5 minutes') resolves to these, which refuse a number
+-- without a unit ('5', read by PostgreSQL as 5 seconds) and read anything else as an interval.
+CREATE FUNCTION stoatflow.tumbling(size text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_tumbling_text';
+CREATE FUNCTION stoatflow.hopping(size text, advance text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_hopping_text';
+CREATE FUNCTION stoatflow.sliding(time_difference text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_sliding_text';
+CREATE FUNCTION stoatflow.session(inactivity_gap text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_session_text';
 
 ------------------------------------------------------------------------------------------
 -- Sources
