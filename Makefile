@@ -8,7 +8,7 @@ MODULE_big = stoatflow
 # apart (test/check_schedule.sh ignores them).
 DATA = $(sort $(wildcard sql/stoatflow--*.sql) sql/stoatflow--$(EXTVERSION).sql)
 
-PG_SRCS = $(wildcard src/pg/*.cpp)
+PG_SRCS = $(wildcard src/pg/*.cpp src/pg/declare/*.cpp)
 CORE_SRCS = $(wildcard src/core/*.cpp)
 # The Kafka layer linked into the extension (the mock broker is a program of its own).
 KAFKA_SRCS = src/kafka/json_decoder.cpp src/kafka/consumer.cpp src/kafka/options.cpp \

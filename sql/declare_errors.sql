@@ -8,8 +8,7 @@ RESET client_min_messages;
 SET timezone = 'UTC';
 \set VERBOSITY default
 \set SHOW_CONTEXT errors
--- (the declaration functions are PL/pgSQL for now: their CONTEXT is not shown yet)
-\set SHOW_CONTEXT never
+
 
 -- windows: a bare number is refused (zero is zero in any unit), a unit or a typed interval is not
 SELECT stoatflow.tumbling('5');

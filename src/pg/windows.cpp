@@ -7,6 +7,7 @@
 #include <string>
 
 #include "stoatflow/pg/catalog.hpp"
+#include "stoatflow/pg/declare/declare.hpp"
 #include "stoatflow/pg/spi.hpp"
 
 extern "C" {
@@ -20,13 +21,14 @@ using namespace stoatflow;
 using namespace stoatflow::pg;
 
 namespace {
-
 std::string interval_text(Datum iv) {
     const char* s = pg_call([&] { return DatumGetCString(DirectFunctionCall1(interval_out, iv)); });
     return s;
 }
+}  // namespace
 
-core::Millis interval_ms(Datum value, const std::string& what) {
+// Milliseconds of an interval, floored (as extract(epoch) * 1000 was); months and years refused.
+core::Millis declare::interval_ms(Datum value, const std::string& what) {
     const Interval* iv = pg_call([&] { return DatumGetIntervalP(value); });
     if (iv->month != 0)
         throw Error(sqlstate::kInvalidParameterValue,
@@ -37,6 +39,8 @@ core::Millis interval_ms(Datum value, const std::string& what) {
     if (us % 1000 < 0) --ms;  // floor, as extract(epoch) * 1000 did
     return static_cast<core::Millis>(ms);
 }
+
+namespace {
 
 // A number without a unit, other than zero: PostgreSQL reads '5' as 5 seconds, where the user
 // may have meant minutes (README "tumbling, hopping, sliding, session"). Zero is zero in any unit.
@@ -105,9 +109,9 @@ Datum make_window(FunctionCallInfo fcinfo, const std::string& kind, bool as_text
     const Datum size_iv = argument(0, what);
     const Datum advance_iv = hopping ? argument(1, "advance") : size_iv;
     const Datum grace_iv = argument(grace_arg, "grace");
-    const core::Millis size = interval_ms(size_iv, what);
-    const core::Millis advance = hopping ? interval_ms(advance_iv, "advance") : size;
-    const core::Millis grace = interval_ms(grace_iv, "grace");
+    const core::Millis size = declare::interval_ms(size_iv, what);
+    const core::Millis advance = hopping ? declare::interval_ms(advance_iv, "advance") : size;
+    const core::Millis grace = declare::interval_ms(grace_iv, "grace");
     window_spec_from(kind, size, advance, grace).validate();
 
     TupleDesc desc;
