@@ -1,5 +1,6 @@
--- stoatflow 0.1 -> 0.2 (ALTER EXTENSION stoatflow UPDATE; CREATE EXTENSION at 0.2 runs the 0.1
--- script, then this one). 0.1 is released: its script is never edited, every change is here.
+-- stoatflow 0.1 -> 0.2 (ALTER EXTENSION stoatflow UPDATE). 0.1 is released: its script is never
+-- edited. CREATE EXTENSION at 0.2 runs stoatflow--0.2.sql, the current definitions written out:
+-- a change here is made there too (test/upgrade/run.sh compares the two catalogs).
 \echo Use "ALTER EXTENSION stoatflow UPDATE TO '0.2'" to load this file. \quit
 
 ------------------------------------------------------------------------------------------
