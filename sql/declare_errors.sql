@@ -9,7 +9,6 @@ SET timezone = 'UTC';
 \set VERBOSITY default
 \set SHOW_CONTEXT errors
 
-
 -- windows: a bare number is refused (zero is zero in any unit), a unit or a typed interval is not
 SELECT stoatflow.tumbling('5');
 \echo :LAST_ERROR_SQLSTATE
