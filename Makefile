@@ -46,10 +46,6 @@ include $(PGXS)
 
 $(OBJS): stoatflow.control
 
-# The full install script is generated from the released one plus the upgrade scripts.
-all: sql/stoatflow--$(EXTVERSION).sql
-sql/stoatflow--0.2.sql: sql/stoatflow--0.1.sql sql/stoatflow--0.1--0.2.sql sql/full_script.sh
-	bash sql/full_script.sh > $@
 
 .PHONY: installcheck regress check-schedule
 # Runs pg_regress in a throwaway --temp-instance against the *installed* extension (make install

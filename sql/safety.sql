@@ -78,7 +78,7 @@ SELECT p.oid::regprocedure AS executable_by_public
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'stoatflow'
  WHERE has_function_privilege('sf_reader', p.oid, 'EXECUTE')
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text;
 
 ------------------------------------------------------------------------------------------
 -- 3. Code the worker runs as an aggregation's owner may not call stoatflow at all: inside a

@@ -1,5 +1,6 @@
--- stoatflow 0.1 -> 0.2 (ALTER EXTENSION stoatflow UPDATE; CREATE EXTENSION at 0.2 runs the 0.1
--- script, then this one). 0.1 is released: its script is never edited, every change is here.
+-- stoatflow 0.1 -> 0.2 (ALTER EXTENSION stoatflow UPDATE). 0.1 is released: its script is never
+-- edited. CREATE EXTENSION at 0.2 runs stoatflow--0.2.sql, the current definitions written out:
+-- a change here is made there too (test/upgrade/run.sh compares the two catalogs).
 \echo Use "ALTER EXTENSION stoatflow UPDATE TO '0.2'" to load this file. \quit
 
 ------------------------------------------------------------------------------------------
@@ -156,12 +157,6 @@ AS 'MODULE_PATHNAME', 'stoatflow__is_secret_option';
 UPDATE stoatflow.source SET kafka_options_masked = stoatflow._mask_options(kafka_options);
 ALTER TABLE stoatflow.source ALTER COLUMN kafka_options_masked SET NOT NULL;
 
--- Rules owned by C++ that the declarations ask instead of repeating: the sink's shape (the
--- columns the worker writes), a field path, and the names of window kinds and emit strategies.
-CREATE FUNCTION stoatflow._sink_columns(aggregates text,
-    OUT column_name text, OUT column_type text, OUT definition text)
-RETURNS SETOF record LANGUAGE C STABLE STRICT
-AS 'MODULE_PATHNAME', 'stoatflow__sink_columns';
 -- Declaration-time analysis (SPEC 11): key, event_time, group_by, filter and the aggregate list
 -- parsed and analyzed by PostgreSQL against a source's row (columns as stored in
 -- stoatflow.source.columns, plus the metadata columns), names looked up under
@@ -172,40 +167,6 @@ CREATE FUNCTION stoatflow._analyze(columns jsonb, window_kind text, key text, ev
     OUT tree text)
 RETURNS SETOF record LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'stoatflow__analyze';
--- An existing sink judged at declaration by the rule every write applies (check_sink_shape).
-CREATE FUNCTION stoatflow._check_sink(sink oid, sink_name text, column_names text[],
-    column_types text[], key_columns text[])
-RETURNS void LANGUAGE C STABLE
-AS 'MODULE_PATHNAME', 'stoatflow__check_sink';
--- The texts a declaration stores: analyzed with names resolved along search_path (the caller's,
--- _caller_lookup_path), written back with every name outside pg_catalog schema-qualified, and
--- checked to analyze to the same objects under the pinned path the worker uses.
-CREATE FUNCTION stoatflow._stored_texts(columns jsonb, window_kind text, key text,
-    event_time text, group_by text, filter text, aggregates text, search_path text,
-    OUT key text, OUT event_time text, OUT group_by text, OUT filter text, OUT aggregates text)
-RETURNS record LANGUAGE C VOLATILE
-AS 'MODULE_PATHNAME', 'stoatflow__stored_texts';
-CREATE FUNCTION stoatflow._check_field_path(what text, path text)
-RETURNS void LANGUAGE C IMMUTABLE STRICT
-AS 'MODULE_PATHNAME', 'stoatflow__check_field_path';
-CREATE FUNCTION stoatflow._check_names(window_kind text, emit text)
-RETURNS void LANGUAGE C IMMUTABLE
-AS 'MODULE_PATHNAME', 'stoatflow__check_names';
-
--- create_source's topic list, split and checked by the one rule (kafka::parse_topic_list).
-CREATE FUNCTION stoatflow._parse_topics(topic text)
-RETURNS text[] LANGUAGE C IMMUTABLE
-AS 'MODULE_PATHNAME', 'stoatflow__parse_topics';
-
--- The schemas of the caller's search_path (for create_aggregation, which pins its own).
-CREATE FUNCTION stoatflow._caller_search_path()
-RETURNS text[] LANGUAGE C STABLE
-AS 'MODULE_PATHNAME', 'stoatflow__caller_search_path';
--- The caller's search_path as a value for name lookup: "$user" resolved to the caller, schemas
--- the caller may not use left out, pg_catalog where the caller has it.
-CREATE FUNCTION stoatflow._caller_lookup_path()
-RETURNS text LANGUAGE C STABLE
-AS 'MODULE_PATHNAME', 'stoatflow__caller_lookup_path';
 
 -- Window definitions are built and validated in C++ (no helper a caller would need).
 CREATE OR REPLACE FUNCTION stoatflow.tumbling(size interval, grace interval DEFAULT '0')
@@ -221,82 +182,29 @@ CREATE OR REPLACE FUNCTION stoatflow.session(inactivity_gap interval, grace inte
 RETURNS stoatflow."window" LANGUAGE C IMMUTABLE
 AS 'MODULE_PATHNAME', 'stoatflow_session';
 DROP FUNCTION stoatflow._make_window(text, interval, interval, interval);
+-- The same from texts: an untyped literal ('5 minutes') resolves to these, which refuse a number
+-- without a unit ('5', read by PostgreSQL as 5 seconds) and read anything else as an interval.
+CREATE FUNCTION stoatflow.tumbling(size text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_tumbling_text';
+CREATE FUNCTION stoatflow.hopping(size text, advance text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_hopping_text';
+CREATE FUNCTION stoatflow.sliding(time_difference text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_sliding_text';
+CREATE FUNCTION stoatflow.session(inactivity_gap text, grace text DEFAULT '0')
+RETURNS stoatflow."window" LANGUAGE C STABLE
+AS 'MODULE_PATHNAME', 'stoatflow_session_text';
 
 ------------------------------------------------------------------------------------------
 -- Sources
 ------------------------------------------------------------------------------------------
 
--- The column list (SPEC 11): split in C++, types resolved by PostgreSQL's type-name parser along
--- the caller's search_path (42601 syntax, 42704 unknown type, 42701 duplicate name).
-CREATE FUNCTION stoatflow._parse_columns(columns text)
-RETURNS jsonb LANGUAGE C STABLE STRICT
-AS 'MODULE_PATHNAME', 'stoatflow__parse_columns';
-
--- The type under a domain (under every level of domains).
-CREATE FUNCTION stoatflow._base_type(t regtype)
-RETURNS regtype LANGUAGE sql STABLE
-SET search_path = pg_catalog, pg_temp AS $$
-    WITH RECURSIVE b(oid, base) AS (
-        SELECT p.oid, p.typbasetype FROM pg_type p WHERE p.oid = t
-        UNION ALL
-        SELECT p.oid, p.typbasetype FROM pg_type p JOIN b ON p.oid = b.base WHERE b.base <> 0)
-    SELECT oid::regtype FROM b WHERE base = 0 $$;
-
--- With columns, key and event_time name a column of the row type (declared or metadata);
--- event_time's must be timestamptz, or bigint/integer epoch milliseconds.
--- With columns, a source's key and event_time name a column or are an expression over the
--- row (SPEC 11): as the worker will read them (a column's name quoted; NULL: the metadata one).
-CREATE FUNCTION stoatflow._row_expr(cols jsonb, name text, dflt text)
-RETURNS text LANGUAGE sql IMMUTABLE
-SET search_path = pg_catalog, pg_temp AS $$
-    SELECT CASE WHEN name IS NULL THEN dflt
-                WHEN name IN (SELECT c->>'name' FROM jsonb_array_elements(cols) c)
-                  OR name IN ('kafka_key', 'kafka_topic', 'kafka_partition', 'kafka_offset',
-                              'kafka_timestamp', 'kafka_headers') THEN quote_ident(name)
-                ELSE name END
-$$;
-
--- Returns the key or event_time as stored: a column's name as given, an expression with its
--- names qualified (resolved along caller_path, _stored_texts).
-CREATE FUNCTION stoatflow._check_row_column(cols jsonb, what text, name text, is_time boolean,
-    caller_path text)
-RETURNS text LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    typ text;
-    st  record;
-BEGIN
-    IF name IS NULL THEN
-        RETURN NULL;
-    END IF;
-    SELECT c->>'type' INTO typ FROM jsonb_array_elements(cols) c WHERE c->>'name' = name;
-    IF typ IS NULL THEN
-        typ := CASE name WHEN 'kafka_key' THEN 'text' WHEN 'kafka_topic' THEN 'text'
-                         WHEN 'kafka_partition' THEN 'integer' WHEN 'kafka_offset' THEN 'bigint'
-                         WHEN 'kafka_timestamp' THEN 'timestamp with time zone'
-                         WHEN 'kafka_headers' THEN 'jsonb' END;
-    END IF;
-    IF typ IS NULL THEN
-        -- not a column: an expression over the row, analyzed as the worker will run it (errors
-        -- with positions; an event time must be timestamptz or a number of epoch milliseconds)
-        SELECT * INTO st FROM stoatflow._stored_texts(cols, 'tumbling',
-            CASE WHEN NOT is_time THEN name END, CASE WHEN is_time THEN name END, NULL, NULL,
-            'count(*)', caller_path);
-        RETURN CASE WHEN is_time THEN st.event_time ELSE st.key END;
-    END IF;
-    IF is_time AND typ NOT IN ('timestamp with time zone', 'bigint', 'integer') THEN
-        RAISE EXCEPTION 'event_time: column "%" is of type %', name, typ
-            USING ERRCODE = 'datatype_mismatch',
-                  HINT = 'The event time column must be timestamptz, or bigint/integer epoch milliseconds.';
-    END IF;
-    IF NOT is_time AND typ IN ('jsonb', 'json') THEN
-        RAISE EXCEPTION 'key: column "%" is of type %', name, typ
-            USING ERRCODE = 'datatype_mismatch',
-                  HINT = 'A key is a scalar column: text, a number, a time ...';
-    END IF;
-    RETURN name;
-END $$;
-
+-- Declared by C++ (src/pg/declare/create_source.cpp): its checks, the column list (types
+-- resolved by PostgreSQL's type-name parser along the caller's search_path: 42601 syntax, 42704
+-- unknown type, 42701 duplicate name), key and event_time (a column of the row type, declared or
+-- metadata, or an expression over it), the catalog row and the source's view.
 -- (Replaces 0.1's create_source, its grants carried: _upgrade_replace at the end.)
 CREATE FUNCTION stoatflow.create_source(
     source_name          text,
@@ -312,95 +220,9 @@ CREATE FUNCTION stoatflow.create_source(
     columns              text     DEFAULT NULL,
     format_options       jsonb    DEFAULT '{}',
     future_limit         interval DEFAULT '1 day')
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    caller   regrole := stoatflow._invoking_role();
-    ooo_ms   bigint := stoatflow._interval_ms(max_out_of_orderness, 'max_out_of_orderness');
-    idle_ms  bigint := stoatflow._interval_ms(idle_timeout, 'idle_timeout');
-    fut_ms   bigint := stoatflow._interval_ms(future_limit, 'future_limit');
-    cols     jsonb;
-    topic_names text[];
-    lookup   text := stoatflow._caller_lookup_path();
-BEGIN
-    PERFORM stoatflow._check_name('source', source_name);
-    IF EXISTS (SELECT 1 FROM stoatflow.source s WHERE s.source_name = create_source.source_name) THEN
-        RAISE EXCEPTION 'source "%" already exists', source_name
-            USING ERRCODE = 'duplicate_object',
-                  HINT = 'Choose another name, or drop it first with stoatflow.drop_source().';
-    END IF;
-    -- 'web_activity, purchases': one source, one watermark over all their partitions
-    topic_names := stoatflow._parse_topics(topic);
-    IF format IS DISTINCT FROM 'json' THEN
-        RAISE EXCEPTION 'unknown format "%"', format
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'The supported format is ''json'' (one JSON object per message).';
-    END IF;
-    IF start_offset IS NULL OR start_offset NOT IN ('earliest', 'latest') THEN
-        RAISE EXCEPTION 'unknown start_offset "%"', start_offset
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use ''earliest'' or ''latest''.';
-    END IF;
-    IF ooo_ms IS NULL OR ooo_ms < 0 THEN
-        RAISE EXCEPTION 'max_out_of_orderness must be zero or positive'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF idle_ms IS NOT NULL AND idle_ms <= 0 THEN
-        RAISE EXCEPTION 'idle_timeout must be positive (or NULL for never)'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF fut_ms IS NOT NULL AND fut_ms < 0 THEN
-        RAISE EXCEPTION 'future_limit must be zero or positive (or NULL for no check)'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF kafka_options IS NULL OR jsonb_typeof(kafka_options) <> 'object' THEN
-        RAISE EXCEPTION 'kafka_options must be a JSON object'
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'For example: ''{"security.protocol": "SASL_SSL"}''.';
-    END IF;
-    IF EXISTS (SELECT 1 FROM jsonb_each(kafka_options) e(k, v)
-                WHERE jsonb_typeof(v) NOT IN ('string', 'number', 'boolean')) THEN
-        RAISE EXCEPTION 'kafka_options values must be strings, numbers or booleans'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    PERFORM stoatflow._check_kafka_config(brokers,
-        (SELECT array_agg(k ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)),
-        (SELECT array_agg(v #>> '{}' ORDER BY k) FROM jsonb_each(kafka_options) e(k, v)));
-    IF format_options IS NULL OR jsonb_typeof(format_options) <> 'object' THEN
-        RAISE EXCEPTION 'format_options must be a JSON object'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF format_options <> '{}' THEN
-        RAISE EXCEPTION 'unknown format option "%" for format %',
-            (SELECT min(k) FROM jsonb_object_keys(format_options) k), format
-            USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Format ''json'' takes no options: pass ''{}''.';
-    END IF;
-    IF columns IS NOT NULL THEN
-        -- key and event_time name columns (declared or metadata) of the row type, or are
-        -- expressions over it.
-        cols := stoatflow._parse_columns(columns);
-        -- stored as resolved along the caller's search_path (expressions qualified)
-        key := stoatflow._check_row_column(cols, 'key', key, false, lookup);
-        event_time := stoatflow._check_row_column(cols, 'event_time', event_time, true, lookup);
-    ELSE
-        IF key IS NOT NULL THEN
-            PERFORM stoatflow._check_field_path('key', key);
-        END IF;
-        IF event_time IS NOT NULL THEN
-            PERFORM stoatflow._check_field_path('event_time', event_time);
-        END IF;
-    END IF;
-
-    PERFORM stoatflow._wake_launcher();
-    INSERT INTO stoatflow.source (source_name, topic, brokers, format, key_path, event_time_path,
-        max_out_of_orderness_ms, idle_timeout_ms, start_offset, kafka_options, created_by,
-        future_limit_ms, kafka_options_masked, columns, format_options, topics)
-    VALUES (source_name, array_to_string(topic_names, ', '), brokers, format, key, event_time,
-        ooo_ms, idle_ms, start_offset, kafka_options, caller, fut_ms,
-        stoatflow._mask_options(kafka_options), cols, format_options, topic_names);
-    PERFORM stoatflow._create_source_view(source_name, caller);
-END $$;
+RETURNS void LANGUAGE C SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow_create_source';
 
 -- Dropping a source is for superusers and the role that created it; with cascade, the caller
 -- must also own every aggregation it would drop (as drop_aggregation requires), and views
@@ -467,9 +289,15 @@ END $$;
 -- Aggregations
 ------------------------------------------------------------------------------------------
 
--- SECURITY DEFINER with a pinned path; an unqualified sink name still means what it means to
--- the caller: it is looked up along the caller's search_path (_caller_search_path).
--- (Replaces 0.1's create_aggregation, its grants carried: _upgrade_replace at the end.)
+-- Declared by C++ (src/pg/declare/create_aggregation.cpp): its checks, the route (the built-in
+-- fast path or PostgreSQL's executor), the sink (checked by the rule every write applies, or
+-- created) and the catalog rows. SECURITY DEFINER with a pinned path; an unqualified sink name
+-- still means what it means to the caller: it is looked up along the caller's search_path.
+-- Aggregating a source reads its records: the caller must own the source (be a member of the
+-- role that created it; superusers are) or hold SELECT on its view stoatflow_source.<source>
+-- (README "Security").
+-- (Replaces 0.1's create_aggregation, its grants carried: _upgrade_replace at the end; 0.1's
+-- internal _create_aggregation has no successor.)
 CREATE FUNCTION stoatflow.create_aggregation(
     aggregation_name text,
     source           text,
@@ -480,252 +308,10 @@ CREATE FUNCTION stoatflow.create_aggregation(
     retention        interval DEFAULT NULL,
     group_by         text     DEFAULT NULL,
     filter           text     DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    path   text[] := stoatflow._caller_search_path();
-    lookup text := stoatflow._caller_lookup_path();
-    parts  text[];
-    sch    text;
-    s      text;
-BEGIN
-    IF sink IS NULL OR sink = '' THEN
-        RAISE EXCEPTION 'sink must name a table' USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    parts := parse_ident(sink);
-    IF array_length(parts, 1) > 2 THEN
-        RAISE EXCEPTION 'sink "%" has too many dotted names', sink
-            USING ERRCODE = 'invalid_name', HINT = 'Use table or schema.table.';
-    END IF;
-    IF array_length(parts, 1) = 2 THEN
-        sch := parts[1];
-    ELSE
-        FOREACH s IN ARRAY path LOOP
-            IF to_regclass(format('%I.%I', s, parts[1])) IS NOT NULL THEN
-                sch := s;
-                EXIT;
-            END IF;
-        END LOOP;
-        sch := coalesce(sch, path[1]);
-        IF sch IS NULL THEN
-            RAISE EXCEPTION 'no schema has been selected to create the sink "%" in', sink
-                USING ERRCODE = 'invalid_schema_name', HINT = 'Schema-qualify the sink name.';
-        END IF;
-    END IF;
-    PERFORM stoatflow._create_aggregation(aggregation_name, source, "window", aggregates, sch,
-        parts[array_length(parts, 1)], emit, retention, group_by, filter, lookup);
-END $$;
-
--- An aggregation's sink columns: 0.1's (the built-in fast path), or, run by the executor, the
--- analysis's (SPEC 11): the key columns (group_by's items, or `key`: the source's key), the
--- window, the aggregate items, event_time and final.
-CREATE FUNCTION stoatflow._sink_columns_of(src_id integer, window_kind text, aggregates text,
-    group_by text, filter text, exec boolean,
-    OUT column_name text, OUT column_type text, OUT definition text, OUT is_key boolean)
-RETURNS SETOF record LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    src record;
-BEGIN
-    IF NOT exec THEN
-        RETURN QUERY SELECT c.column_name, c.column_type, c.definition, c.column_name = 'key'
-                       FROM stoatflow._sink_columns(aggregates) c;
-        RETURN;
-    END IF;
-    SELECT s.columns, s.key_path, s.event_time_path INTO src FROM stoatflow.source s WHERE s.source_id = src_id;
-    RETURN QUERY
-    WITH a AS (
-        SELECT * FROM stoatflow._analyze(src.columns, window_kind,
-            CASE WHEN group_by IS NULL THEN stoatflow._row_expr(src.columns, src.key_path, 'kafka_key') END,
-            stoatflow._row_expr(src.columns, src.event_time_path, 'kafka_timestamp'), group_by, filter, aggregates))
-    SELECT x.n, x.t, x.d, x.k FROM (
-        SELECT 1 AS part, a.ordinal, CASE a.role WHEN 'key' THEN 'key' ELSE a.name END AS n, a.type AS t,
-               a.type || ' NOT NULL' AS d, true AS k
-          FROM a WHERE a.role = CASE WHEN group_by IS NULL THEN 'key' ELSE 'group_by' END
-        UNION ALL SELECT 2, 1, 'window_start', 'timestamp with time zone', 'timestamp with time zone NOT NULL', false
-        UNION ALL SELECT 2, 2, 'window_end', 'timestamp with time zone', 'timestamp with time zone NOT NULL', false
-        UNION ALL SELECT 3, a.ordinal, a.name, a.type, a.type, false FROM a WHERE a.role = 'aggregate'
-        UNION ALL SELECT 4, 1, 'event_time', 'timestamp with time zone', 'timestamp with time zone NOT NULL', false
-        UNION ALL SELECT 4, 2, 'final', 'boolean', 'boolean NOT NULL DEFAULT false', false
-    ) x ORDER BY x.part, x.ordinal;
-END $$;
-
--- Aggregating a source reads its records: the caller must own the source (be a member of the
--- role that created it; superusers are) or hold SELECT on its view stoatflow_source.<source>
--- (README "Security"). Checked here, when the aggregation is declared.
-CREATE FUNCTION stoatflow._create_aggregation(
-    aggregation_name text, source text, win stoatflow."window", aggregates text,
-    sink_schema text, sink_table text, emit text, retention interval,
-    group_by text DEFAULT NULL, filter text DEFAULT NULL, caller_path text DEFAULT NULL)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    owner_role  regrole := stoatflow._invoking_role();
-    st          record;
-    src_id      integer;
-    src_owner   regrole;
-    src_view    regclass;
-    size_ms     bigint;
-    advance_ms  bigint;
-    grace_ms    bigint;
-    chk         record;
-    fns text[]; fields text[]; cols text[];
-    sink_oid    oid;
-    sink_name   text := format('%I.%I', sink_schema, sink_table);
-    used_by     text;
-    coldefs     text;
-    has_columns boolean;
-    exec        boolean := group_by IS NOT NULL OR filter IS NOT NULL;
-    key_cols    text[];
-    sink_names  text[]; sink_types text[]; sink_defs text[];
-BEGIN
-    PERFORM stoatflow._check_name('aggregation', aggregation_name);
-    -- PostgreSQL would truncate longer names, and two sinks could become one (SPEC 10).
-    IF octet_length(sink_schema) > 63 OR octet_length(sink_table) > 63 THEN
-        RAISE EXCEPTION 'sink name "%" is too long', sink_name
-            USING ERRCODE = 'name_too_long',
-                  HINT = 'Schema and table names may have at most 63 bytes; PostgreSQL would truncate them.';
-    END IF;
-    IF EXISTS (SELECT 1 FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name) THEN
-        RAISE EXCEPTION 'aggregation "%" already exists', aggregation_name
-            USING ERRCODE = 'duplicate_object',
-                  HINT = 'Choose another name, or drop it first with stoatflow.drop_aggregation().';
-    END IF;
-    SELECT s.source_id, s.created_by INTO src_id, src_owner FROM stoatflow.source s WHERE s.source_name = source;
-    IF src_id IS NULL THEN
-        RAISE EXCEPTION 'source "%" does not exist', source
-            USING ERRCODE = 'undefined_object', HINT = 'Create it with stoatflow.create_source().';
-    END IF;
-    src_view := to_regclass(format('stoatflow_source.%I', source));
-    IF NOT pg_has_role(owner_role, src_owner, 'MEMBER')
-       AND NOT (src_view IS NOT NULL AND has_table_privilege(owner_role, src_view, 'SELECT')) THEN
-        RAISE EXCEPTION 'permission denied to aggregate source "%"', source
-            USING ERRCODE = 'insufficient_privilege',
-                  HINT = format('The owner of source "%s" (%s) can allow it: GRANT USAGE ON SCHEMA stoatflow_source TO %s; '
-                                'GRANT SELECT ON stoatflow_source.%I TO %s;',
-                                source, src_owner, owner_role, source, owner_role);
-    END IF;
-    IF win IS NULL OR win.kind IS NULL THEN
-        RAISE EXCEPTION 'window must not be NULL'
-            USING ERRCODE = 'null_value_not_allowed',
-                  HINT = 'Use stoatflow.tumbling(), hopping(), sliding() or session().';
-    END IF;
-    PERFORM stoatflow._check_names(win.kind, emit);
-    size_ms := stoatflow._interval_ms(win.size, 'window size');
-    advance_ms := CASE win.kind WHEN 'tumbling' THEN size_ms
-                                WHEN 'hopping' THEN stoatflow._interval_ms(win.advance, 'advance')
-                                ELSE 0 END;
-    grace_ms := stoatflow._interval_ms(win.grace, 'grace');
-    SELECT * INTO chk FROM stoatflow._check_window(win.kind, size_ms, advance_ms, grace_ms,
-        stoatflow._interval_ms(retention, 'retention'));
-    IF aggregates IS NULL THEN
-        RAISE EXCEPTION 'aggregates must not be NULL' USING ERRCODE = 'null_value_not_allowed',
-            HINT = 'For example: ''count(*) AS views, sum(amount) AS revenue''.';
-    END IF;
-    SELECT s.columns IS NOT NULL INTO has_columns FROM stoatflow.source s WHERE s.source_id = src_id;
-    IF exec AND NOT has_columns THEN
-        RAISE EXCEPTION 'group_by and filter need a source with columns'
-            USING ERRCODE = 'feature_not_supported',
-                  HINT = format('Declare source "%s" with columns => ''name type, ...'' to use expressions.', source);
-    END IF;
-    -- The built-in fast path takes a 0.1 list (count/sum/min/max/avg over number columns); with
-    -- columns, anything else is PostgreSQL's (SPEC 11).
-    IF NOT exec THEN
-        BEGIN
-            SELECT array_agg(p.fn), array_agg(p.field), array_agg(p.column_name)
-              INTO fns, fields, cols FROM stoatflow._parse_aggregates(aggregates) p;
-        EXCEPTION WHEN syntax_error OR invalid_parameter_value OR feature_not_supported
-                    OR undefined_function OR name_too_long THEN
-            IF NOT has_columns THEN
-                RAISE;
-            END IF;
-            exec := true;
-        END;
-    END IF;
-    -- With columns, a fast-path aggregate reads a column of a number type (declared or metadata).
-    IF has_columns AND NOT exec THEN
-        SELECT f INTO used_by FROM unnest(fields) f
-         WHERE f <> ''
-           AND coalesce((SELECT stoatflow._base_type((c->>'type')::regtype)
-                           FROM stoatflow.source s, jsonb_array_elements(s.columns) c
-                          WHERE s.source_id = src_id AND c->>'name' = f),
-                        CASE f WHEN 'kafka_partition' THEN 'int4'::regtype WHEN 'kafka_offset' THEN 'int8'::regtype END,
-                        'void'::regtype)
-               <> ALL ('{int2,int4,int8,numeric,float4,float8}'::regtype[])
-         LIMIT 1;
-        exec := used_by IS NOT NULL;
-        used_by := NULL;
-    END IF;
-    IF exec THEN
-        fns := '{}'; fields := '{}'; cols := '{}';
-        -- Names resolved along the caller's search_path, as a view's; stored qualified, so the
-        -- worker (pinned path) resolves the same objects. Everything below uses the stored texts.
-        SELECT q.group_by, q.filter, q.aggregates INTO st
-          FROM stoatflow._stored_texts((SELECT s.columns FROM stoatflow.source s
-                                         WHERE s.source_id = src_id),
-                   win.kind, NULL, NULL, group_by, filter, aggregates, caller_path) q;
-    ELSE
-        SELECT group_by, filter, aggregates INTO st;
-    END IF;
-    SELECT array_agg(c.column_name ORDER BY c.ord), array_agg(c.column_type ORDER BY c.ord),
-           array_agg(c.definition ORDER BY c.ord), array_agg(c.column_name ORDER BY c.ord) FILTER (WHERE c.is_key)
-      INTO sink_names, sink_types, sink_defs, key_cols
-      FROM stoatflow._sink_columns_of(src_id, win.kind, st.aggregates, st.group_by, st.filter, exec)
-           WITH ORDINALITY c(column_name, column_type, definition, is_key, ord);
-
-    -- The sink: an existing table must be writable by the owner and have the right shape;
-    -- a new one is created in a schema where the owner may create tables.
-    sink_oid := to_regclass(sink_name);
-    IF sink_oid IS NOT NULL THEN
-        -- (a comma list would ask for any one of them: each is required)
-        IF NOT (has_table_privilege(owner_role, sink_oid, 'SELECT')
-                AND has_table_privilege(owner_role, sink_oid, 'INSERT')
-                AND has_table_privilege(owner_role, sink_oid, 'UPDATE')
-                AND has_table_privilege(owner_role, sink_oid, 'DELETE')) THEN
-            RAISE EXCEPTION 'permission denied for sink table %', sink_name
-                USING ERRCODE = 'insufficient_privilege',
-                      HINT = format('Role %s needs SELECT, INSERT, UPDATE and DELETE on the sink.', owner_role);
-        END IF;
-        SELECT string_agg(a.aggregation_name, ', ') INTO used_by
-          FROM stoatflow.aggregation a WHERE a.sink = sink_oid;
-        IF used_by IS NOT NULL THEN
-            RAISE EXCEPTION 'sink "%" is already written by aggregation %', sink_name, used_by
-                USING ERRCODE = 'duplicate_object', HINT = 'Give each aggregation a sink of its own.';
-        END IF;
-        -- Its shape, by the rule every write checks first (C++: check_sink_shape).
-        PERFORM stoatflow._check_sink(sink_oid, sink_name, sink_names, sink_types, key_cols);
-    ELSE
-        IF NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = sink_schema) THEN
-            RAISE EXCEPTION 'schema "%" does not exist', sink_schema USING ERRCODE = 'invalid_schema_name',
-                HINT = 'create_aggregation creates a missing sink table, never a schema: CREATE SCHEMA first.';
-        END IF;
-        IF NOT has_schema_privilege(owner_role, sink_schema, 'CREATE') THEN
-            RAISE EXCEPTION 'permission denied to create sink table % in schema %', sink_name, sink_schema
-                USING ERRCODE = 'insufficient_privilege';
-        END IF;
-        SELECT string_agg(format('%I %s, ', c.name, c.def), '' ORDER BY c.ord)
-          INTO coldefs FROM unnest(sink_names, sink_defs) WITH ORDINALITY c(name, def, ord);
-        EXECUTE format('CREATE TABLE %s (%s PRIMARY KEY (%s)) '
-                       -- room on each page, so rewriting a window is a HOT update (no index entry)
-                       'WITH (fillfactor = 70)',
-                       sink_name, coldefs,
-                       (SELECT string_agg(format('%I', k), ', ') FROM unnest(key_cols || 'window_start'::text) k));
-        EXECUTE format('ALTER TABLE %s OWNER TO %s', sink_name, owner_role);
-        sink_oid := to_regclass(sink_name);
-        EXECUTE format('COMMENT ON TABLE %s IS %L', sink_name,
-            format('stoatflow sink of aggregation %s: %s over %s%s%s', aggregation_name, aggregates, source,
-                   ' grouped by ' || group_by, ' where ' || filter));
-    END IF;
-
-    INSERT INTO stoatflow.aggregation (aggregation_name, source_id, kind, size_ms, advance_ms,
-        grace_ms, aggregates, agg_functions, agg_fields, agg_columns, sink, emit, retention_ms,
-        segment_interval_ms, owner, sink_schema, sink_table, group_by, filter, executor)
-    VALUES (aggregation_name, src_id, win.kind, size_ms, advance_ms, grace_ms, st.aggregates, fns,
-        fields, cols, sink_oid, emit, chk.retention_ms, chk.segment_interval_ms, owner_role,
-        sink_schema, sink_table, st.group_by, st.filter, exec);
-    INSERT INTO stoatflow.aggregation_progress (aggregation_id)
-    SELECT a.aggregation_id FROM stoatflow.aggregation a WHERE a.aggregation_name = _create_aggregation.aggregation_name;
-END $$;
+RETURNS void LANGUAGE C SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow_create_aggregation';
+DROP FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval);
 
 -- Cancels what a source's worker runs now (an owner's code that loops cannot hold a drop up).
 CREATE FUNCTION stoatflow._interrupt_source_worker(source_name text)
@@ -911,12 +497,7 @@ END $$;
 -- Privileges: nothing internal is executable by PUBLIC.
 ------------------------------------------------------------------------------------------
 REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._parse_columns(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._base_type(regtype) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._check_row_column(jsonb, text, text, boolean, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._row_expr(jsonb, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._sink_columns_of(integer, text, text, text, text, boolean) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._interval_ms(interval, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._ms_interval(bigint) FROM PUBLIC;
@@ -928,27 +509,16 @@ REVOKE ALL ON FUNCTION stoatflow._check_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._wake_launcher() FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._is_secret_option(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._mask_options(jsonb) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval, text, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._caller_search_path() FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._caller_lookup_path() FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._stored_texts(jsonb, text, text, text, text, text, text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._sink_columns(text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._check_field_path(text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._check_sink(oid, text, text[], text[], text[]) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._check_names(text, text) FROM PUBLIC;
-REVOKE ALL ON FUNCTION stoatflow._parse_topics(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._process_messages(text, text[], integer[], text[], bigint[], text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION stoatflow._create_source_view(text, regrole) FROM PUBLIC;
 
 -- The 0.1 functions replaced by new signatures: their grants carried, then dropped (0.1's
--- internal _make_window has no successor; it was dropped above).
+-- internal _make_window and _create_aggregation have no successor; they were dropped above).
 SELECT stoatflow._upgrade_replace(o::regprocedure, n::regprocedure) FROM (VALUES
     ('stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb)',
      'stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval)'),
     ('stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval)',
      'stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text)'),
-    ('stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval)',
-     'stoatflow._create_aggregation(text, text, stoatflow."window", text, text, text, text, interval, text, text, text)'),
     ('stoatflow._process_messages(text, integer[], text[], bigint[], text[])',
      'stoatflow._process_messages(text, text[], integer[], text[], bigint[], text[])')) f(o, n);
 DROP FUNCTION stoatflow._upgrade_replace(regprocedure, regprocedure);

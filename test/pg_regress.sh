@@ -36,7 +36,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 work=$(mktemp -d "$tmp_root/stoatflow-regress.XXXXXX")
 trap 'rm -rf "$work"; broker_stop' EXIT
-cp -r sql expected test/schedule test/pg_regress.conf "$work/"
+cp -r sql expected test/schedule test/pg_regress.conf test/upgrade/catalog.sql "$work/"
 if [ "$(id -u)" -eq 0 ]; then
     chown -R postgres: "$work"
 fi

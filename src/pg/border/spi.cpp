@@ -295,6 +295,15 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns,
 }
 
 bool in_subtransaction(const char* tolerated, const std::function<void()>& f) {
+    return in_subtransaction(
+        [tolerated](const Error& e) {
+            return dynamic_cast<const PgError*>(&e) != nullptr && e.sqlstate() == tolerated;
+        },
+        f);
+}
+
+bool in_subtransaction(const std::function<bool(const Error&)>& tolerated,
+                       const std::function<void()>& f) {
     // The PL/pgSQL exception-block pattern: memory context and resource owner of the outer
     // transaction are restored after the subtransaction ends either way.
     MemoryContext cxt = CurrentMemoryContext;
@@ -308,9 +317,9 @@ bool in_subtransaction(const char* tolerated, const std::function<void()>& f) {
     };
     try {
         f();
-    } catch (const PgError& e) {
+    } catch (const Error& e) {  // PgError included
         roll_back();
-        if (e.sqlstate() == tolerated) return false;
+        if (tolerated(e)) return false;
         throw;
     } catch (...) {
         roll_back();

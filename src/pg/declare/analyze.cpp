@@ -45,6 +45,19 @@ void check_names(const std::vector<AnalyzedExpr>& group_by,
     for (const auto& a : aggregates) check(a.name, true);
 }
 
+// PostgreSQL names a column of the source's row by the alias of the FROM item the analysis
+// gives it ("r", analyze_pg.cpp): the user wrote the column's own name, and never saw "r".
+std::string user_names(std::string text) {
+    static const std::string qualified = "\"r.";
+    for (std::size_t at = text.find(qualified); at != std::string::npos;
+         at = text.find(qualified, at + 1))
+        text.erase(at + 1, 2);
+    if (text.find("table alias \"r\"") != std::string::npos)
+        return "Name the columns of the source's row without a table name: amount, not "
+               "t.amount.";
+    return text;
+}
+
 std::vector<AnalyzedExpr> analyze_role(const RowDesc* row, Role role, const std::string& text,
                                        core::WindowKind kind,
                                        const std::optional<std::string>& search_path,
@@ -69,7 +82,9 @@ std::vector<AnalyzedExpr> analyze_role(const RowDesc* row, Role role, const std:
         // Positions are the user's text: shown as PostgreSQL shows an error in a function
         // body (the text as the internal query, the cursor in it).
         PgError::Fields f = e.fields();
-        f.message = std::string(kRoleNames[role]) + ": " + f.message;
+        f.message = std::string(kRoleNames[role]) + ": " + user_names(f.message);
+        f.detail = user_names(f.detail);
+        f.hint = user_names(f.hint);
         if (f.cursorpos > 0) {
             f.internalpos = f.cursorpos;
             f.internalquery = text;

@@ -133,28 +133,3 @@ STOATFLOW_FUNCTION(stoatflow__analyze) {
     }
     return (Datum)0;
 }
-
-// _stored_texts(columns, window_kind, key, event_time, group_by, filter, aggregates,
-// search_path) → (key, event_time, group_by, filter, aggregates): the texts as a declaration
-// stores them (stored_texts), names resolved along search_path (NULL: the pinned path).
-STOATFLOW_FUNCTION(stoatflow__stored_texts) {
-    DeclarationTexts t = declaration_texts(fcinfo);
-    t.search_path = opt_text(fcinfo, 7);
-    const DeclarationTexts out = stored_texts(t);
-    const std::optional<std::string>* fields[5] = {&out.key, &out.event_time, &out.group_by,
-                                                   &out.filter, &out.aggregates};
-    TupleDesc desc;
-    if (pg_call([&] { return get_call_result_type(fcinfo, nullptr, &desc); }) != TYPEFUNC_COMPOSITE)
-        throw Error(sqlstate::kInternalError, "_stored_texts must return a record");
-    Datum values[5];
-    bool nulls[5];
-    for (int i = 0; i < 5; ++i) {
-        nulls[i] = !fields[i]->has_value();
-        const char* s = nulls[i] ? "" : (*fields[i])->c_str();
-        values[i] = nulls[i] ? (Datum)0 : pg_call([&] { return CStringGetTextDatum(s); });
-    }
-    return pg_call([&] {
-        desc = BlessTupleDesc(desc);
-        return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
-    });
-}

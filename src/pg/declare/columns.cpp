@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "stoatflow/pg/declare/declare.hpp"
 #include "stoatflow/pg/catalog/row_type.hpp"
 #include "stoatflow/pg/border/spi.hpp"
 
@@ -36,8 +37,7 @@ Oid type_namespace(Oid typid) {
 }
 }  // namespace
 
-STOATFLOW_FUNCTION(stoatflow__parse_columns) {
-    const std::string list = text_to_string(PG_GETARG_DATUM(0));
+std::string stoatflow::pg::declare::columns_json(const std::string& list) {
     const std::vector<core::ColumnDecl> decls = core::parse_column_list(list);
     const Oid caller = GetOuterUserId();
     const std::string search_path = pg_call([] { return caller_search_path_value(); });
@@ -83,6 +83,5 @@ STOATFLOW_FUNCTION(stoatflow__parse_columns) {
         json += "]}";
     }
     json += "]";
-    const char* cs = json.c_str();
-    return pg_call([&] { return DirectFunctionCall1(jsonb_in, CStringGetDatum(cs)); });
+    return json;
 }

@@ -14,6 +14,7 @@
 
 #include "stoatflow/pg/border/guard.hpp"
 #include "stoatflow/pg/catalog/catalog.hpp"
+#include "stoatflow/pg/declare/declare.hpp"
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/sink/sink_writer.hpp"
 
@@ -37,6 +38,31 @@ extern "C" {
 using namespace stoatflow;
 using namespace stoatflow::pg;
 
+declare::WindowCheck declare::check_window(const std::string& kind, core::Millis size,
+                                           core::Millis advance, core::Millis grace,
+                                           std::optional<core::Millis> retention) {
+    const core::WindowSpec spec = window_spec_from(kind, size, advance, grace);
+    spec.validate();
+    WindowCheck out;
+    out.retention = core::resolve_retention(spec, retention.value_or(core::kNoTime));
+    out.segment_interval = core::SegmentLayout(out.retention, spec.length()).interval();
+    return out;
+}
+
+// Source and aggregation names: identifiers a user can type unquoted.
+void declare::check_name(const std::string& what, const OptText& name) {
+    bool ok = name && !name->empty() && name->size() <= kMaxNameBytes;
+    for (std::size_t i = 0; ok && i < name->size(); ++i) {
+        const char c = (*name)[i];
+        ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+             (i > 0 && c >= '0' && c <= '9');
+    }
+    if (!ok)
+        throw Error(sqlstate::kInvalidName,
+                    "invalid " + what + " name \"" + name.value_or("<NULL>") + "\"",
+                    "Use letters, digits and underscores (at most 63, not starting with a digit).");
+}
+
 // _check_window(kind, size_ms, advance_ms, grace_ms, retention_ms) → (retention, interval)
 STOATFLOW_FUNCTION(stoatflow__check_window) {
     if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(3))
@@ -46,17 +72,15 @@ STOATFLOW_FUNCTION(stoatflow__check_window) {
     const core::Millis size = PG_GETARG_INT64(1);
     const core::Millis advance = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT64(2);
     const core::Millis grace = PG_GETARG_INT64(3);
-    const core::Millis retention = PG_ARGISNULL(4) ? core::kNoTime : PG_GETARG_INT64(4);
-
-    const core::WindowSpec spec = window_spec_from(kind, size, advance, grace);
-    spec.validate();
-    const core::Millis resolved = core::resolve_retention(spec, retention);
-    const core::SegmentLayout layout(resolved, spec.length());
+    std::optional<core::Millis> retention;
+    if (!PG_ARGISNULL(4)) retention = PG_GETARG_INT64(4);
+    const declare::WindowCheck checked =
+        declare::check_window(kind, size, advance, grace, retention);
 
     TupleDesc desc;
     if (pg_call([&] { return get_call_result_type(fcinfo, nullptr, &desc); }) != TYPEFUNC_COMPOSITE)
         throw Error(sqlstate::kInternalError, "_check_window must return a record");
-    Datum values[2] = {Int64GetDatum(resolved), Int64GetDatum(layout.interval())};
+    Datum values[2] = {Int64GetDatum(checked.retention), Int64GetDatum(checked.segment_interval)};
     bool nulls[2] = {false, false};
     return pg_call([&] {
         desc = BlessTupleDesc(desc);
@@ -226,15 +250,12 @@ STOATFLOW_FUNCTION(stoatflow__parse_aggregates) {
     return (Datum)0;
 }
 
-// _sink_columns(aggregates) → SETOF (column_name, column_type, definition): the sink's shape as the
-// worker writes it (sink_columns), for create_aggregation to check an existing sink against and to
-// create a missing one from. column_type as format_type() spells it.
-STOATFLOW_FUNCTION(stoatflow__sink_columns) {
-    const std::string list = text_to_string(PG_GETARG_DATUM(0));
-    const auto specs = parse_aggregates(list);
+// The fast path's sink columns as the worker writes them (sink_columns), for create_aggregation
+// to check an existing sink against and to create a missing one from.
+std::vector<declare::SinkColumn>
+declare::fast_sink_columns(const std::vector<core::AggSpec>& specs) {
     const Columns cols = sink_columns(core::AggLayout(specs));
-    pg_call([&] { InitMaterializedSRF(fcinfo, 0); });
-    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    std::vector<SinkColumn> out;
     for (std::size_t c = 0; c < cols.names.size(); ++c) {
         const std::string& name = cols.names[c];
         const bool aggregate = std::any_of(
@@ -244,67 +265,50 @@ STOATFLOW_FUNCTION(stoatflow__sink_columns) {
                                  : name == "final" ? " NOT NULL DEFAULT false"
                                                    : " NOT NULL";
         const Oid type = cols.types[c];
-        pg_call([&] {
-            const char* type_name = format_type_be(type);
-            const std::string definition = std::string(type_name) + constraint;
-            Datum values[3] = {CStringGetTextDatum(name.c_str()), CStringGetTextDatum(type_name),
-                               CStringGetTextDatum(definition.c_str())};
-            bool nulls[3] = {false, false, false};
-            tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-        });
+        SinkColumn col;
+        col.name = name;
+        col.type = pg_call([&] { return format_type_be(type); });
+        col.definition = col.type + constraint;
+        col.is_key = name == "key";
+        out.push_back(std::move(col));
     }
-    return (Datum)0;
+    return out;
 }
 
 // _check_field_path(what, path): a source's key or event-time path, judged as the field path it
 // is (not as an aggregate's default column name, which could be too long where the path is not).
-STOATFLOW_FUNCTION(stoatflow__check_field_path) {
-    const std::string what = text_to_string(PG_GETARG_DATUM(0));
-    const std::string path = text_to_string(PG_GETARG_DATUM(1));
+void declare::check_field_path(const std::string& what, const std::string& path) {
     try {
         core::validate_field_path(path);
     } catch (const Error& e) {
         throw Error(e.sqlstate(), what + ": " + e.what(), e.hint());
     }
-    PG_RETURN_VOID();
 }
 
 // _check_names(window_kind, emit): the names the core knows (window_kind_from_name,
 // emit_strategy_from_name), so that the declarations never spell them out themselves.
-STOATFLOW_FUNCTION(stoatflow__check_names) {
-    if (PG_ARGISNULL(1)) core::emit_strategy_from_name("<NULL>");
-    core::emit_strategy_from_name(text_to_string(PG_GETARG_DATUM(1)));
-    if (PG_ARGISNULL(0)) core::window_kind_from_name("<NULL>");
-    core::window_kind_from_name(text_to_string(PG_GETARG_DATUM(0)));
-    PG_RETURN_VOID();
+void declare::check_names(const OptText& window_kind, const OptText& emit) {
+    core::emit_strategy_from_name(emit.value_or("<NULL>"));
+    core::window_kind_from_name(window_kind.value_or("<NULL>"));
 }
 
 // _check_sink(sink, sink_name, column_names, column_types, key_columns): an existing sink judged
 // at declaration by the rule every write uses (check_sink_shape): column_types as format_type
 // spells them (_sink_columns_of), key_columns without window_start.
-STOATFLOW_FUNCTION(stoatflow__check_sink) {
-    for (int i = 0; i < 5; ++i)
-        if (PG_ARGISNULL(i))
-            throw Error(sqlstate::kInvalidParameterValue, "_check_sink takes no NULL argument");
-    const Oid sink = PG_GETARG_OID(0);
-    const std::string display = text_to_string(PG_GETARG_DATUM(1));
-    const std::vector<std::string> names = text_array_to_vector(PG_GETARG_DATUM(2));
-    const std::vector<std::string> types = text_array_to_vector(PG_GETARG_DATUM(3));
-    if (names.size() != types.size())
-        throw Error(sqlstate::kInvalidParameterValue, "_check_sink: names and types differ");
+void declare::check_sink(Oid sink, const std::string& display,
+                         const std::vector<SinkColumn>& columns) {
     SinkShape shape;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-        const char* type = types[i].c_str();
+    for (const SinkColumn& col : columns) {
+        const char* type = col.type.c_str();
         const Oid oid = pg_call([&] {
             Oid t;
             int32 typmod;
             parseTypeString(type, &t, &typmod, false);
             return t;
         });
-        shape.cols.add(names[i], oid);
+        shape.cols.add(col.name, oid);
+        if (col.is_key) shape.key.push_back(col.name);
     }
-    shape.key = text_array_to_vector(PG_GETARG_DATUM(4));
     shape.key.push_back("window_start");
     check_sink_shape(sink, display, "", shape, SinkCheck::Declaring);
-    PG_RETURN_VOID();
 }

@@ -13,6 +13,7 @@
 
 #include "stoatflow/pg/border/guard.hpp"
 #include "stoatflow/pg/catalog/catalog.hpp"
+#include "stoatflow/pg/declare/declare.hpp"
 #include "stoatflow/pg/catalog/row_type.hpp"
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/border/text.hpp"
@@ -88,8 +89,8 @@ void check_brokers(const std::string& brokers) {
     }
 }
 
-void check_kafka_config(const std::string& brokers, const std::vector<std::string>& names,
-                        const std::vector<std::string>& values, bool may_read_files) {
+void check_kafka_options(const std::string& brokers, const std::vector<std::string>& names,
+                         const std::vector<std::string>& values, bool may_read_files) {
     check_brokers(brokers);
     std::unique_ptr<rd_kafka_conf_t, void (*)(rd_kafka_conf_t*)> conf(rd_kafka_conf_new(),
                                                                       rd_kafka_conf_destroy);
@@ -117,15 +118,12 @@ void check_kafka_config(const std::string& brokers, const std::vector<std::strin
 
 }  // namespace
 
-// _check_kafka_config(brokers, option_names text[], option_values text[])
-STOATFLOW_FUNCTION(stoatflow__check_kafka_config) {
-    if (PG_ARGISNULL(0))
+void stoatflow::pg::declare::check_kafka_config(const OptText& brokers,
+                                                const std::vector<std::string>& names,
+                                                const std::vector<std::string>& values) {
+    if (!brokers)
         throw Error(sqlstate::kInvalidParameterValue, "brokers must not be NULL",
                     "Give bootstrap servers as host:port, comma-separated.");
-    const std::string brokers = text_to_string(PG_GETARG_DATUM(0));
-    std::vector<std::string> names, values;
-    if (!PG_ARGISNULL(1)) names = text_array_to_vector(PG_GETARG_DATUM(1));
-    if (!PG_ARGISNULL(2)) values = text_array_to_vector(PG_GETARG_DATUM(2));
     if (names.size() != values.size())
         throw Error(sqlstate::kInvalidParameterValue, "kafka option names and values do not match");
     // The role that called create_source (this runs inside it, as its definer).
@@ -133,7 +131,17 @@ STOATFLOW_FUNCTION(stoatflow__check_kafka_config) {
     const bool may_read_files = pg_call([&] {
         return superuser_arg(caller) || has_privs_of_role(caller, ROLE_PG_READ_SERVER_FILES);
     });
-    check_kafka_config(brokers, names, values, may_read_files);
+    check_kafka_options(*brokers, names, values, may_read_files);
+}
+
+// _check_kafka_config(brokers, option_names text[], option_values text[])
+STOATFLOW_FUNCTION(stoatflow__check_kafka_config) {
+    declare::OptText brokers;
+    if (!PG_ARGISNULL(0)) brokers = text_to_string(PG_GETARG_DATUM(0));
+    std::vector<std::string> names, values;
+    if (!PG_ARGISNULL(1)) names = text_array_to_vector(PG_GETARG_DATUM(1));
+    if (!PG_ARGISNULL(2)) values = text_array_to_vector(PG_GETARG_DATUM(2));
+    declare::check_kafka_config(brokers, names, values);
     PG_RETURN_VOID();
 }
 
@@ -167,10 +175,9 @@ const char* caller_search_path_value() {
 }
 }  // namespace stoatflow::pg
 
-namespace {
 // The caller's search_path as schema names, in order: "$user" resolved, schemas that do not
 // exist or that the caller may not use left out, pg_temp left out; pg_catalog only if asked for.
-std::vector<std::string> caller_schemas(bool keep_catalog) {
+std::vector<std::string> stoatflow::pg::declare::caller_schemas(bool keep_catalog) {
     const Oid caller = GetOuterUserId();
     const std::string path = pg_call([] { return caller_search_path_value(); });
     std::vector<std::string> names;
@@ -213,29 +220,14 @@ std::vector<std::string> caller_schemas(bool keep_catalog) {
     }
     return schemas;
 }
-}  // namespace
 
-// _caller_search_path() → text[]: the schemas of the caller's search_path that exist and that the
-// caller may use, in order ("$user" resolved; pg_temp and pg_catalog left out: no sink lives
-// there).
-STOATFLOW_FUNCTION(stoatflow__caller_search_path) {
-    std::vector<Datum> schemas;
-    for (const std::string& name : caller_schemas(false)) {
-        const char* nsp = name.c_str();
-        schemas.push_back(PointerGetDatum(pg_call([&] { return cstring_to_text(nsp); })));
-    }
-    return make_array(schemas, {}, TEXTOID);
-}
-
-// _caller_lookup_path() → text: the caller's search_path as a search_path value that finds, in
-// a SECURITY DEFINER function, what it finds for the caller (README "Expressions and PostgreSQL
-// aggregates"): "$user" resolved, schemas the caller may not use left out, pg_catalog where the
-// caller has it (first when not listed, as PostgreSQL does).
-STOATFLOW_FUNCTION(stoatflow__caller_lookup_path) {
+// The caller's search_path as a search_path value that finds, in a SECURITY DEFINER function,
+// what it finds for the caller: "$user" resolved, schemas the caller may not use left out,
+// pg_catalog where the caller has it (first when not listed, as PostgreSQL does).
+std::string stoatflow::pg::declare::caller_lookup_path() {
     std::string value;
     for (const std::string& name : caller_schemas(true))
         value += (value.empty() ? "" : ", ") + quote_ident(name);
     if (value.empty()) value = "pg_catalog";
-    const char* v = value.c_str();
-    return pg_call([&] { return PointerGetDatum(cstring_to_text(v)); });
+    return value;
 }

@@ -79,6 +79,9 @@ bool append_rows(Oid relid, const std::vector<const char*>& columns,
 // `tolerated` (the subtransaction is rolled back, the outer transaction goes on). Any
 // other error also rolls it back, then propagates.
 bool in_subtransaction(const char* tolerated, const std::function<void()>& f);
+// The same, tolerating the errors (PostgreSQL's or stoatflow's) for which tolerated is true.
+bool in_subtransaction(const std::function<bool(const Error&)>& tolerated,
+                       const std::function<void()>& f);
 
 // Like in_subtransaction, but any PostgreSQL or stoatflow error rolls the subtransaction back
 // and is returned as its message (empty: f succeeded). Other exceptions (bad_alloc) propagate,

@@ -1,0 +1,222 @@
+// stoatflow.create_source() (README "create_source"): the checks, the row type (columns), the
+// catalog row and the source's view. The SQL function is a shell over this (SECURITY DEFINER
+// with a pinned search_path; "the caller" is the role that called it, GetOuterUserId).
+#include "stoatflow/core/error.hpp"
+#include "stoatflow/kafka/topics.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "stoatflow/pg/declare/analyze.hpp"
+#include "stoatflow/pg/declare/declare.hpp"
+#include "stoatflow/pg/border/spi.hpp"
+#include "stoatflow/pg/border/text.hpp"
+#include "stoatflow/pg/worker/worker.hpp"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+}
+
+using namespace stoatflow;
+using namespace stoatflow::pg;
+using namespace stoatflow::pg::declare;
+
+namespace {
+
+SpiArg arg_opt_text(const OptText& text) { return text ? arg_text(*text) : arg_null(TEXTOID); }
+SpiArg arg_opt_int64(const OptMillis& v) { return v ? arg_int64(*v) : arg_null(INT8OID); }
+
+[[noreturn]] void bad(const std::string& message, const std::string& hint = {}) {
+    throw Error(sqlstate::kInvalidParameterValue, message, hint);
+}
+
+// With columns, a source's key or event_time names a column of the row type (declared or
+// metadata), or is an expression over the row, analyzed as the worker will run it (errors
+// point into the text). Returns it as stored: a column's name as given, an expression with
+// its names qualified (resolved along the caller's path, stored_texts); NULL stays NULL.
+OptText check_row_column(const std::string& columns_json, const char* what, const OptText& name,
+                         bool is_time, const std::string& caller_path) {
+    if (!name) return std::nullopt;
+    OptText type;
+    spi_exec("SELECT c->>'type' FROM pg_catalog.jsonb_array_elements($1::jsonb) c "
+             "WHERE c->>'name' = $2",
+             {arg_text(columns_json), arg_text(*name)});
+    if (SPI_processed > 0) type = spi_text(0, 1);
+    if (!type) {
+        // The metadata columns, as format_type spells their types.
+        static const std::pair<const char*, const char*> metadata[] = {
+            {"kafka_key", "text"},
+            {"kafka_topic", "text"},
+            {"kafka_partition", "integer"},
+            {"kafka_offset", "bigint"},
+            {"kafka_timestamp", "timestamp with time zone"},
+            {"kafka_headers", "jsonb"}};
+        for (const auto& [column, column_type] : metadata)
+            if (*name == column) type = column_type;
+    }
+    if (!type) {
+        DeclarationTexts t;
+        t.columns_json = columns_json;
+        t.window_kind = core::WindowKind::Tumbling;
+        (is_time ? t.event_time : t.key) = *name;
+        t.aggregates = "count(*)";
+        t.search_path = caller_path;
+        const DeclarationTexts stored = stored_texts(t);
+        return is_time ? stored.event_time : stored.key;
+    }
+    if (is_time && *type != "timestamp with time zone" && *type != "bigint" && *type != "integer")
+        throw Error(sqlstate::kDatatypeMismatch,
+                    std::string(what) + ": column \"" + *name + "\" is of type " + *type,
+                    "The event time column must be timestamptz, or bigint/integer epoch "
+                    "milliseconds.");
+    if (!is_time && (*type == "jsonb" || *type == "json"))
+        throw Error(sqlstate::kDatatypeMismatch,
+                    std::string(what) + ": column \"" + *name + "\" is of type " + *type,
+                    "A key is a scalar column: text, a number, a time ...");
+    return name;
+}
+
+// kafka_options: a JSON object of strings, numbers and booleans, judged by librdkafka (names in
+// order, values as text).
+void check_kafka_options(const OptText& brokers, const OptText& options) {
+    if (options) spi_exec("SELECT pg_catalog.jsonb_typeof($1::jsonb)", {arg_text(*options)});
+    if (!options || spi_text(0, 1) != std::optional<std::string>("object"))
+        bad("kafka_options must be a JSON object",
+            "For example: '{\"security.protocol\": \"SASL_SSL\"}'.");
+    spi_exec("SELECT k, v #>> '{}', pg_catalog.jsonb_typeof(v) IN ('string', 'number', 'boolean') "
+             "FROM pg_catalog.jsonb_each($1::jsonb) e(k, v) ORDER BY k",
+             {arg_text(*options)});
+    std::vector<std::string> names, values;
+    for (std::uint64_t i = 0; i < SPI_processed; ++i) {
+        if (!spi_bool(i, 3).value_or(false))
+            bad("kafka_options values must be strings, numbers or booleans");
+        names.push_back(*spi_text(i, 1));
+        values.push_back(spi_text(i, 2).value_or(""));
+    }
+    check_kafka_config(brokers, names, values);
+}
+
+void check_format_options(const OptText& options, const std::string& format) {
+    if (options) spi_exec("SELECT pg_catalog.jsonb_typeof($1::jsonb)", {arg_text(*options)});
+    if (!options || spi_text(0, 1) != std::optional<std::string>("object"))
+        bad("format_options must be a JSON object");
+    spi_exec("SELECT min(k) FROM pg_catalog.jsonb_object_keys($1::jsonb) k", {arg_text(*options)});
+    if (const auto first = spi_text(0, 1))
+        bad("unknown format option \"" + *first + "\" for format " + format,
+            "Format 'json' takes no options: pass '{}'.");
+}
+
+}  // namespace
+
+void stoatflow::pg::declare::create_source(const SourceRequest& r) {
+    const Oid caller = GetOuterUserId();
+    auto ms = [](bool given, Datum interval, const char* what) -> OptMillis {
+        if (!given) return std::nullopt;
+        return interval_ms(interval, what);
+    };
+    const OptMillis ooo_ms =
+        ms(r.has_max_out_of_orderness, r.max_out_of_orderness, "max_out_of_orderness");
+    const OptMillis idle_ms = ms(r.has_idle_timeout, r.idle_timeout, "idle_timeout");
+    const OptMillis future_ms = ms(r.has_future_limit, r.future_limit, "future_limit");
+    const std::string lookup = caller_lookup_path();
+    SpiSession spi;
+
+    check_name("source", r.source_name);
+    const std::string& name = *r.source_name;
+    if (spi_exec("SELECT 1 FROM stoatflow.source s WHERE s.source_name = $1", {arg_text(name)}) > 0)
+        throw Error(sqlstate::kDuplicateObject, "source \"" + name + "\" already exists",
+                    "Choose another name, or drop it first with stoatflow.drop_source().");
+    // 'web_activity, purchases': one source, one watermark over all their partitions
+    if (!r.topic)
+        bad("topic must not be NULL", "Name a Kafka topic, or several separated by commas.");
+    const std::vector<std::string> topics = kafka::parse_topic_list(*r.topic);
+    if (r.format != std::optional<std::string>("json"))
+        bad("unknown format \"" + r.format.value_or("<NULL>") + "\"",
+            "The supported format is 'json' (one JSON object per message).");
+    if (r.start_offset != std::optional<std::string>("earliest") &&
+        r.start_offset != std::optional<std::string>("latest"))
+        bad("unknown start_offset \"" + r.start_offset.value_or("<NULL>") + "\"",
+            "Use 'earliest' or 'latest'.");
+    if (!ooo_ms || *ooo_ms < 0) bad("max_out_of_orderness must be zero or positive");
+    if (idle_ms && *idle_ms <= 0) bad("idle_timeout must be positive (or NULL for never)");
+    if (future_ms && *future_ms < 0)
+        bad("future_limit must be zero or positive (or NULL for no check)");
+    check_kafka_options(r.brokers, r.kafka_options);
+    check_format_options(r.format_options, *r.format);
+
+    OptText columns, key = r.key, event_time = r.event_time;
+    if (r.columns) {
+        // key and event_time name columns (declared or metadata) of the row type, or are
+        // expressions over it; stored as resolved along the caller's search_path.
+        columns = columns_json(*r.columns);
+        key = check_row_column(*columns, "key", key, false, lookup);
+        event_time = check_row_column(*columns, "event_time", event_time, true, lookup);
+    } else {
+        if (key) check_field_path("key", *key);
+        if (event_time) check_field_path("event_time", *event_time);
+    }
+
+    wake_launcher_at_commit();
+    std::string topic_text;
+    for (const std::string& t : topics) topic_text += (topic_text.empty() ? "" : ", ") + t;
+    std::vector<Datum> topic_elems;
+    for (const std::string& t : topics) {
+        const char* s = t.c_str();
+        topic_elems.push_back(pg_call([&] { return CStringGetTextDatum(s); }));
+    }
+    spi_exec("INSERT INTO stoatflow.source (source_name, topic, brokers, format, key_path, "
+             "event_time_path, max_out_of_orderness_ms, idle_timeout_ms, start_offset, "
+             "kafka_options, created_by, future_limit_ms, kafka_options_masked, columns, "
+             "format_options, topics) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, "
+             "$11::bigint::oid, $12, stoatflow._mask_options($10::jsonb), $13::jsonb, "
+             "$14::jsonb, $15)",
+             {arg_text(name), arg_text(topic_text), arg_text(*r.brokers), arg_text(*r.format),
+              arg_opt_text(key), arg_opt_text(event_time), arg_opt_int64(ooo_ms),
+              arg_opt_int64(idle_ms), arg_text(*r.start_offset), arg_text(*r.kafka_options),
+              arg_int64(caller), arg_opt_int64(future_ms), arg_opt_text(columns),
+              arg_text(*r.format_options),
+              SpiArg{TEXTARRAYOID, make_array(topic_elems, {}, TEXTOID)}});
+    spi_exec("SELECT stoatflow._create_source_view($1, $2::bigint::oid::regrole)",
+             {arg_text(name), arg_int64(caller)});
+    spi.finish();
+}
+
+namespace {
+OptText opt_text_arg(FunctionCallInfo fcinfo, int i) {
+    if (PG_ARGISNULL(i)) return std::nullopt;
+    return text_to_string(PG_GETARG_DATUM(i));
+}
+OptText jsonb_arg(FunctionCallInfo fcinfo, int i) {
+    if (PG_ARGISNULL(i)) return std::nullopt;
+    const Datum value = PG_GETARG_DATUM(i);
+    return std::string(
+        pg_call([&] { return DatumGetCString(DirectFunctionCall1(jsonb_out, value)); }));
+}
+}  // namespace
+
+// create_source(source_name, topic, brokers, format, key, event_time, max_out_of_orderness,
+// idle_timeout, start_offset, kafka_options, columns, format_options, future_limit)
+STOATFLOW_FUNCTION(stoatflow_create_source) {
+    SourceRequest r;
+    r.source_name = opt_text_arg(fcinfo, 0);
+    r.topic = opt_text_arg(fcinfo, 1);
+    r.brokers = opt_text_arg(fcinfo, 2);
+    r.format = opt_text_arg(fcinfo, 3);
+    r.key = opt_text_arg(fcinfo, 4);
+    r.event_time = opt_text_arg(fcinfo, 5);
+    r.has_max_out_of_orderness = !PG_ARGISNULL(6);
+    r.max_out_of_orderness = PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6);
+    r.has_idle_timeout = !PG_ARGISNULL(7);
+    r.idle_timeout = PG_ARGISNULL(7) ? 0 : PG_GETARG_DATUM(7);
+    r.start_offset = opt_text_arg(fcinfo, 8);
+    r.kafka_options = jsonb_arg(fcinfo, 9);
+    r.columns = opt_text_arg(fcinfo, 10);
+    r.format_options = jsonb_arg(fcinfo, 11);
+    r.has_future_limit = !PG_ARGISNULL(12);
+    r.future_limit = PG_ARGISNULL(12) ? 0 : PG_GETARG_DATUM(12);
+    create_source(r);
+    PG_RETURN_VOID();
+}
