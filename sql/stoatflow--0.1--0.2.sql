@@ -64,7 +64,7 @@ END $$;
 -- Catalog
 ------------------------------------------------------------------------------------------
 
--- future_limit (SPEC 10): records dated further ahead of the server clock are dead letters.
+-- future_limit (README "Security"): records dated further ahead of the server clock are dead letters.
 -- Sources declared under 0.1 get the new default too: a broken producer clock must not close
 -- every window of a running pipeline.
 ALTER TABLE stoatflow.source ADD COLUMN future_limit_ms bigint;
@@ -72,16 +72,16 @@ UPDATE stoatflow.source SET future_limit_ms = 86400000;
 -- kafka_options with secrets masked, written when the source is declared: the views read this
 -- column and need no function a reader would have to be allowed to execute.
 ALTER TABLE stoatflow.source ADD COLUMN kafka_options_masked jsonb;
--- A row type per source (SPEC 11): the declared columns as [{"name", "type", "path"}], types
+-- A row type per source (README "Expressions and PostgreSQL aggregates"): the declared columns as [{"name", "type", "path"}], types
 -- as format_type() gave them at declaration (schema-qualified outside pg_catalog); NULL: 0.1's
--- field paths. format_options (SPEC 12) as given.
+-- field paths. format_options (README "SQL reference") as given.
 ALTER TABLE stoatflow.source ADD COLUMN columns jsonb;
 ALTER TABLE stoatflow.source ADD COLUMN format_options jsonb NOT NULL DEFAULT '{}';
 
 -- The sink's name, to find it again once it was dropped and created anew (the id changes).
 ALTER TABLE stoatflow.aggregation ADD COLUMN sink_schema text, ADD COLUMN sink_table text;
 
--- Expressive aggregations (SPEC 11): group_by and filter as declared; `executor` marks an
+-- Expressive aggregations (README "Expressions and PostgreSQL aggregates"): group_by and filter as declared; `executor` marks an
 -- aggregation run by PostgreSQL's executor (expressions, PostgreSQL aggregates) rather than the
 -- built-in fast path; records its filter skipped are counted in `filtered`.
 ALTER TABLE stoatflow.aggregation ADD COLUMN group_by text, ADD COLUMN filter text,
@@ -96,7 +96,7 @@ UPDATE stoatflow.aggregation a SET sink_schema = n.nspname, sink_table = c.relna
 ALTER TABLE stoatflow.segment ADD COLUMN relid oid;
 UPDATE stoatflow.segment SET relid = pg_catalog.to_regclass('stoatflow_state.' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(relname));
 
--- Windows a failing sink is owed (SPEC 10 isolation): the newest operation per window, written
+-- Windows a failing sink is owed (README "Security" isolation): the newest operation per window, written
 -- in the same transaction as the aggregation's state, drained into the sink once it takes rows.
 CREATE TABLE stoatflow.sink_outbox (
     aggregation_id integer NOT NULL REFERENCES stoatflow.aggregation ON DELETE CASCADE,
@@ -120,7 +120,7 @@ ALTER TABLE stoatflow.aggregation_progress ADD COLUMN status text;
 -- past them.
 ALTER TABLE stoatflow.partition_offset ADD COLUMN offsets_skipped bigint NOT NULL DEFAULT 0;
 
--- Several topics per source (SPEC 11): `topics` holds the names in the order declared (the
+-- Several topics per source (README "Expressions and PostgreSQL aggregates"): `topics` holds the names in the order declared (the
 -- worker numbers them by that order, so it never changes), `topic` the list as shown (the names
 -- joined by ', ', which for one topic is the name as in 0.1). Offsets, partition status and dead
 -- letters name their topic; rows written by 0.1 belong to the source's one topic.
@@ -157,7 +157,7 @@ AS 'MODULE_PATHNAME', 'stoatflow__is_secret_option';
 UPDATE stoatflow.source SET kafka_options_masked = stoatflow._mask_options(kafka_options);
 ALTER TABLE stoatflow.source ALTER COLUMN kafka_options_masked SET NOT NULL;
 
--- Declaration-time analysis (SPEC 11): key, event_time, group_by, filter and the aggregate list
+-- Declaration-time analysis (README "Expressions and PostgreSQL aggregates"): key, event_time, group_by, filter and the aggregate list
 -- parsed and analyzed by PostgreSQL against a source's row (columns as stored in
 -- stoatflow.source.columns, plus the metadata columns), names looked up under
 -- search_path = pg_catalog, pg_temp; one row per expression and per aggregate call.
@@ -348,7 +348,7 @@ BEGIN
     PERFORM stoatflow._drop_aggregation_unchecked(agg.aggregation_id, drop_sink);
 END $$;
 
--- Rewrites the sink from the state tables (SPEC 10): every window still within retention.
+-- Rewrites the sink from the state tables (README "Security"): every window still within retention.
 CREATE FUNCTION stoatflow.resync_sink(aggregation_name text)
 RETURNS bigint LANGUAGE C VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -532,7 +532,7 @@ DROP FUNCTION stoatflow._upgrade_replace(regprocedure, regprocedure);
 CREATE FUNCTION stoatflow._test_fast_convert(type text, json text)
 RETURNS text LANGUAGE C VOLATILE STRICT
 AS 'MODULE_PATHNAME', 'stoatflow__test_fast_convert';
--- The PostgreSQL lane's value (SPEC 14's rules through the type's input function); raises
+-- The PostgreSQL lane's value (the rules of README "Columns: a row type per source" through the type's input function); raises
 -- PostgreSQL's error for a value that does not convert.
 CREATE FUNCTION stoatflow._test_convert(type text, json text)
 RETURNS text LANGUAGE C VOLATILE STRICT
@@ -542,7 +542,7 @@ AS 'MODULE_PATHNAME', 'stoatflow__test_convert';
 CREATE FUNCTION stoatflow._test_decode(columns text, payloads text[], keys text[] DEFAULT NULL)
 RETURNS jsonb[] LANGUAGE C VOLATILE
 AS 'MODULE_PATHNAME', 'stoatflow__test_decode';
--- An aggregation's executor over payloads (SPEC 11): per key, the states folded in two halves
+-- An aggregation's executor over payloads (README "Expressions and PostgreSQL aggregates"): per key, the states folded in two halves
 -- through serialize, deserialize, copy and merge, then finalized; as {"column": text, ...} per
 -- key in key order, then {"filtered": n} and one {"dead_letter": ...} per record not folded.
 CREATE FUNCTION stoatflow._test_executor(columns text, window_kind text, key text,
