@@ -5,14 +5,11 @@
 #include <algorithm>
 #include <string>
 
-#include "stoatflow/core/utf8.hpp"
-
 namespace stoatflow::flow {
 
 RecordPath::RecordPath(const RecordPathConfig& config)
     : executor_(config.executor && config.row), decoder_(config.decoder), topics_(config.topics),
-      plan_(config.row), max_key_bytes_(config.decoder.max_key_bytes),
-      future_limit_(config.decoder.future_limit),
+      plan_(config.row), judge_(config.max_key_bytes, config.future_limit),
       watermark_(config.max_out_of_orderness, config.idle_timeout) {
     // Values are looked up by field path (0.1) or, with columns, by column name.
     const auto& paths = plan_ ? plan_->names : config.decoder.value_paths;
@@ -106,11 +103,8 @@ void RecordPath::skip_offsets(core::TopicPartition tp, std::int64_t from, std::i
     if (to <= from) return;
     next_offsets_[tp] = to;
     skipped_[tp] += to - from;
-    dead_.push_back({tp, from, "offsets_skipped",
-                     "offsets " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
-                         std::to_string(to - from) +
-                         ") were deleted by the topic's retention before the source read them",
-                     ""});
+    dead_.push_back(RecordJudge::dead_letter(tp, from, DeadReason::OffsetsSkipped,
+                                             RecordJudge::offsets_skipped(from, to), nullptr, 0));
 }
 
 void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::int64_t offset,
@@ -150,10 +144,12 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
     next_offsets_[tp] = offset + 1;
     if (staged_ == staged_records_.size()) drain();
     Staged& st = staged_records_[staged_];
-    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, now, st.record);
-    if (err != format::DecodeError::None) {
-        dead_.push_back({tp, offset, format::to_string(err), decoder_.detail(),
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+    DeadReason err = decoder_.decode(payload, len, key, key_len, kafka_ts, st.record);
+    std::string detail;
+    err = judge_.after_decode(err, st.record, now, detail);
+    if (err != DeadReason::None && detail.empty()) detail = decoder_.detail();
+    if (err != DeadReason::None) {
+        dead_.push_back(RecordJudge::dead_letter(tp, offset, err, detail, payload, len));
         return;
     }
     st.skipping = false;
@@ -183,8 +179,8 @@ bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, cons
     bool usable = false;
     for (const auto& a : aggs_) usable |= bad_of(a, bad) == nullptr;
     if (!usable) {
-        dead_.push_back({tp, offset, format::to_string(bad.front().error), bad.front().detail,
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        dead_.push_back(RecordJudge::dead_letter(tp, offset, bad.front().error, bad.front().detail,
+                                                 payload, len));
         return false;
     }
     st.skipping = true;
@@ -193,9 +189,9 @@ bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, cons
         const format::BadValue* b = bad_of(aggs_[i], bad);
         if (b == nullptr) continue;
         st.skip[i] = 1;
-        dead_.push_back({tp, offset, format::to_string(b->error),
-                         "aggregation \"" + aggs_[i].name + "\": " + b->detail,
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        dead_.push_back(RecordJudge::dead_letter(
+            tp, offset, b->error, RecordJudge::of_aggregation(aggs_[i].name, b->detail), payload,
+            len));
     }
     return true;
 }

@@ -6,13 +6,11 @@
 
 #include <string>
 
-#include "stoatflow/core/utf8.hpp"
+#include "stoatflow/core/event_time.hpp"
 
 namespace stoatflow::flow {
 
 namespace {
-
-std::string column_is_null(const std::string& name) { return "column \"" + name + "\" is null"; }
 
 // What a record's metadata columns are made of.
 format::RecordMeta record_meta(std::string_view topic, core::TopicPartition tp, std::int64_t offset,
@@ -39,7 +37,8 @@ void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const
     rows_.clear();
     const std::size_t r = rows_.add_row();
     format::DecodeError e = extractor_->extract(payload, len, rows_, r);
-    std::string reason, detail = extractor_->detail();
+    DeadReason reason = DeadReason::None;
+    std::string detail = extractor_->detail();
     if (e == format::DecodeError::None &&
         !format::fill_metadata(rows_, r, plan_->paths.size(),
                                record_meta(topic_name(tp.topic), tp, offset, key, key_len, kafka_ts,
@@ -48,8 +47,7 @@ void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const
         e = format::DecodeError::InvalidText;
     if (e != format::DecodeError::None) {
         count(tp, offset);
-        dead_.push_back({tp, offset, format::to_string(e), detail,
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        dead_.push_back(RecordJudge::dead_letter(tp, offset, e, detail, payload, len));
         return;
     }
     if (staged_ == staged_records_.size()) drain();
@@ -65,15 +63,14 @@ void RecordPath::process_row(core::TopicPartition tp, std::int64_t offset, const
         return;
     case Verdict::Dead:
         count(tp, offset);
-        dead_.push_back({tp, offset, reason, detail,
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        dead_.push_back(RecordJudge::dead_letter(tp, offset, reason, detail, payload, len));
         return;
     case Verdict::Staged: count(tp, offset); stage(tp, now);
     }
 }
 
 RecordPath::Verdict RecordPath::fast_record(format::Decoded& d, core::Millis now,
-                                            std::string& reason, std::string& detail) {
+                                            DeadReason& reason, std::string& detail) {
     using Kind = format::FastValue::Kind;
     auto fast = [&](int col) { return format::fast_convert(plan_->fast[col], rows_.get(0, col)); };
     // Every declared column must convert, read or not (a value that does not is a dead letter,
@@ -84,8 +81,8 @@ RecordPath::Verdict RecordPath::fast_record(format::Decoded& d, core::Millis now
     const format::FastValue k = fast(plan_->key_col);
     switch (k.kind) {
     case Kind::Null:
-        reason = "missing_key";
-        detail = column_is_null(plan_->names[plan_->key_col]);
+        reason = DeadReason::MissingKey;
+        detail = RecordJudge::column_is_null(plan_->names[plan_->key_col]);
         return Verdict::Dead;
     case Kind::Text: d.key.assign(k.text.data(), k.text.size()); break;
     case Kind::Int: d.key = std::to_string(k.i); break;
@@ -95,10 +92,10 @@ RecordPath::Verdict RecordPath::fast_record(format::Decoded& d, core::Millis now
     const format::FastValue t = fast(plan_->time_col);
     switch (t.kind) {
     case Kind::Null:
-        reason = "missing_time";
-        detail = column_is_null(plan_->names[plan_->time_col]);
+        reason = DeadReason::MissingTime;
+        detail = RecordJudge::column_is_null(plan_->names[plan_->time_col]);
         return Verdict::Dead;
-    case Kind::Micros: d.time = core::floor_div(t.i, 1000); break;
+    case Kind::Micros: d.time = core::unix_micros_to_ms(t.i); break;
     case Kind::Int: d.time = t.i; break;  // bigint/integer epoch milliseconds
     default: return Verdict::Ask;
     }
@@ -114,35 +111,17 @@ RecordPath::Verdict RecordPath::fast_record(format::Decoded& d, core::Millis now
         default: return Verdict::Ask;
         }
     }
-    return check_record(d, now, reason, detail);
+    reason = check_record(d, now, detail);
+    return reason == DeadReason::None ? Verdict::Staged : Verdict::Dead;
 }
 
-// The rules a decoded record meets whichever lane converted it (as 0.1's decoder).
-RecordPath::Verdict RecordPath::check_record(const format::Decoded& d, core::Millis now,
-                                             std::string& reason, std::string& detail) const {
-    if (max_key_bytes_ != 0 && d.key.size() > max_key_bytes_) {
-        reason = "key_too_long";
-        detail = "the key is " + std::to_string(d.key.size()) +
-                 " bytes, longer than max_key_bytes " + std::to_string(max_key_bytes_);
-        return Verdict::Dead;
-    }
-    if (d.time < core::kMinEventTime || d.time > core::kMaxEventTime) {
-        reason = "time_out_of_range";
-        detail = (plan_->time_col >= 0 ? "column \"" + plan_->names[plan_->time_col] + "\""
-                                       : std::string("event_time")) +
-                 " = " + std::to_string(d.time) +
-                 " ms is outside the event time range 0001-01-01 .. 9999-12-31 (UTC)";
-        return Verdict::Dead;
-    }
-    if (future_limit_ != core::kNoTime && now != core::kNoTime &&
-        static_cast<__int128>(d.time) - now > future_limit_) {
-        reason = "time_in_future";
-        detail = "event time " + std::to_string(d.time) + " ms is more than future_limit " +
-                 std::to_string(future_limit_) + " ms ahead of the server clock (" +
-                 std::to_string(now) + " ms)";
-        return Verdict::Dead;
-    }
-    return Verdict::Staged;
+// The rules a decoded record meets whichever lane converted it (the record judge's).
+DeadReason RecordPath::check_record(const format::Decoded& d, core::Millis now,
+                                    std::string& detail) const {
+    const std::string time_name = plan_->time_col >= 0
+                                      ? "column \"" + plan_->names[plan_->time_col] + "\""
+                                      : std::string("event_time");
+    return judge_.judge(d.key, d.time, now, time_name, detail);
 }
 
 void RecordPath::stage(core::TopicPartition tp, core::Millis now) {
@@ -157,16 +136,17 @@ void RecordPath::resume(const SlowRecord& rec) {
     blocked_ = false;
     const Waiting& b = blocked_record_;
     count(b.tp, b.offset);
-    std::string reason = rec.reason, detail = rec.detail;
-    if (reason.empty()) {
+    DeadReason reason = rec.reason;
+    std::string detail = rec.detail;
+    if (reason == DeadReason::None) {
         if (staged_ == staged_records_.size()) drain();
         format::Decoded& d = staged_records_[staged_].record;
         if (!rec.key) {
-            reason = "missing_key";
-            detail = column_is_null(plan_->names[plan_->key_col]);
+            reason = DeadReason::MissingKey;
+            detail = RecordJudge::column_is_null(plan_->names[plan_->key_col]);
         } else if (!rec.time) {
-            reason = "missing_time";
-            detail = column_is_null(plan_->names[plan_->time_col]);
+            reason = DeadReason::MissingTime;
+            detail = RecordJudge::column_is_null(plan_->names[plan_->time_col]);
         } else {
             d.key = *rec.key;
             d.time = *rec.time;
@@ -175,8 +155,8 @@ void RecordPath::resume(const SlowRecord& rec) {
             d.bad = rec.bad;
             Staged& st = staged_records_[staged_];
             st.skipping = false;
-            if (check_record(d, b.now, reason, detail) == Verdict::Staged) {
-                reason.clear();
+            reason = check_record(d, b.now, detail);
+            if (reason == DeadReason::None) {
                 // A value only some aggregations cannot use: their dead letters, as on the
                 // JSON-path route (judge_values; none can use it: a dead letter of the source).
                 if (d.bad.empty() ||
@@ -185,10 +165,9 @@ void RecordPath::resume(const SlowRecord& rec) {
             }
         }
     }
-    if (!reason.empty())
-        dead_.push_back(
-            {b.tp, b.offset, reason, detail,
-             core::storable_text(b.payload.data(), b.payload.size(), kDeadLetterPayloadBytes)});
+    if (reason != DeadReason::None)
+        dead_.push_back(RecordJudge::dead_letter(b.tp, b.offset, reason, detail, b.payload.data(),
+                                                 b.payload.size()));
     // The records that waited, in order, until one blocks again.
     while (!blocked_ && !waiting_.empty()) {
         Waiting w = std::move(waiting_.front());
@@ -226,7 +205,7 @@ void RecordPath::exec_extract(core::TopicPartition tp, std::int64_t offset, cons
         e = format::DecodeError::InvalidText;
     if (e != format::DecodeError::None) {
         exec_.rows.drop_last();
-        rec.reason = format::to_string(e);
+        rec.reason = e;
         rec.detail = detail;
     } else {
         rec.row = r;
@@ -242,8 +221,7 @@ const ExecBatch& RecordPath::take_exec_batch() {
     return exec_taken_;
 }
 
-void RecordPath::exec_dead(const ExecRecord& r, const std::string& reason,
-                           const std::string& detail) {
+void RecordPath::exec_dead(const ExecRecord& r, DeadReason reason, const std::string& detail) {
     count(r.tp, r.offset);
     exec_note(r, reason, detail);
     release_ends();
@@ -254,11 +232,9 @@ void RecordPath::exec_skip(const ExecRecord& r) {
     release_ends();
 }
 
-void RecordPath::exec_note(const ExecRecord& r, const std::string& reason,
-                           const std::string& detail) {
-    dead_.push_back(
-        {r.tp, r.offset, reason, detail,
-         core::storable_text(r.payload.data(), r.payload.size(), kDeadLetterPayloadBytes)});
+void RecordPath::exec_note(const ExecRecord& r, DeadReason reason, const std::string& detail) {
+    dead_.push_back(RecordJudge::dead_letter(r.tp, r.offset, reason, detail, r.payload.data(),
+                                             r.payload.size()));
 }
 
 bool RecordPath::exec_fast_usable(const std::vector<format::BadValue>& bad) const {
@@ -270,11 +246,10 @@ bool RecordPath::exec_fast_usable(const std::vector<format::BadValue>& bad) cons
 void RecordPath::exec_bad_values(const ExecRecord& r, const std::vector<format::BadValue>& bad,
                                  bool whole) {
     if (bad.empty()) return;
-    if (whole) return exec_dead(r, format::to_string(bad.front().error), bad.front().detail);
+    if (whole) return exec_dead(r, bad.front().error, bad.front().detail);
     for (const auto& a : aggs_)
         if (const format::BadValue* b = a.executor ? nullptr : bad_of(a, bad))
-            exec_note(r, format::to_string(b->error),
-                      "aggregation \"" + a.name + "\": " + b->detail);
+            exec_note(r, b->error, RecordJudge::of_aggregation(a.name, b->detail));
 }
 
 std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Millis time,
@@ -285,8 +260,8 @@ std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Mi
     format::Decoded& d = staged_records_[0].record;
     d.time = time;
     d.key = key != nullptr ? *key : std::string();
-    std::string reason, detail;
-    if (check_record(d, r.now, reason, detail) != Verdict::Staged) {
+    std::string detail;
+    if (const DeadReason reason = check_record(d, r.now, detail); reason != DeadReason::None) {
         exec_dead(r, reason, detail);
         return std::nullopt;
     }
@@ -297,11 +272,10 @@ std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Mi
     if (has_bad) exec_bad_values(r, *bad, false);
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         if (!aggs_[i].executor) continue;
-        if (folds[i].fold && max_key_bytes_ != 0 && folds[i].key.size() > max_key_bytes_) {
-            exec_note(r, "key_too_long",
-                      "aggregation \"" + aggs_[i].name + "\": the key is " +
-                          std::to_string(folds[i].key.size()) +
-                          " bytes, longer than max_key_bytes " + std::to_string(max_key_bytes_));
+        if (folds[i].fold &&
+            judge_.key(folds[i].key, detail, /*quote=*/false) != DeadReason::None) {
+            exec_note(r, DeadReason::KeyTooLong,
+                      RecordJudge::of_aggregation(aggs_[i].name, detail));
             folds[i].fold = false;
             folds[i].filtered = false;
         }

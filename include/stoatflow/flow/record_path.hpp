@@ -13,6 +13,7 @@
 #include "stoatflow/format/raw_row.hpp"
 #include "stoatflow/format/row_extractor.hpp"
 #include "stoatflow/flow/limits.hpp"
+#include "stoatflow/flow/record_judge.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -27,14 +28,6 @@
 #include <vector>
 
 namespace stoatflow::flow {
-
-struct DeadLetter {
-    core::TopicPartition from;  // topic ordinal (RecordPathConfig::topics) and partition
-    std::int64_t offset = 0;
-    std::string reason;
-    std::string detail;
-    std::string payload;  // first bytes, made storable as text
-};
 
 // Everything one commit makes durable, taken from the record path at one instant (plain
 // values: the path goes on consuming while a snapshot is written).
@@ -69,11 +62,11 @@ struct RowPlan {
 
 // A record the fast lane left to PostgreSQL, as the main thread converted it.
 struct SlowRecord {
-    std::string reason;              // not empty: a dead letter (bad_value, value_out_of_range) ...
-    std::string detail;              // ... with this detail
-    std::optional<std::string> key;  // nullopt: NULL
-    std::optional<core::Millis> time;  // nullopt: NULL
-    std::vector<core::Value> values;   // per column; Missing for NULL, unread and bad columns
+    DeadReason reason = DeadReason::None;  // a dead letter (bad_value, value_out_of_range) ...
+    std::string detail;                    // ... with this detail
+    std::optional<std::string> key;        // nullopt: NULL
+    std::optional<core::Millis> time;      // nullopt: NULL
+    std::vector<core::Value> values;       // per column; Missing for NULL, unread and bad columns
     // Values that converted but no aggregate can use (value_out_of_range; index: the column):
     // dead letters of the aggregations reading them only (README "Views and tables",
     // dead_letters); the record is one of the source when every aggregation reads one.
@@ -89,6 +82,10 @@ struct RecordPathConfig {
     std::vector<std::string> topics;  // the source's topics; a TopicPartition's topic indexes this
     std::optional<RowPlan> row;       // with columns; then aggregates' fields name columns
     format::DecoderConfig decoder;    // value_paths: every field an aggregate reads, once
+    // The record judge's limits (RecordJudge): stoatflow.max_key_bytes (0: unlimited) and
+    // create_source(future_limit) (core::kNoTime: none).
+    std::size_t max_key_bytes = 0;
+    core::Millis future_limit = core::kNoTime;
     core::Millis max_out_of_orderness = 0;
     core::Millis idle_timeout = 0;
     struct Aggregation {
@@ -110,8 +107,8 @@ struct ExecRecord {
     core::TopicPartition tp;
     std::int64_t offset = 0;
     core::Millis now = 0;
-    std::size_t row = 0;  // its raw row in ExecBatch::rows (when reason is empty)
-    std::string reason;   // not empty: already a dead letter (the record could not be read)
+    std::size_t row = 0;                   // its raw row in ExecBatch::rows (when reason is empty)
+    DeadReason reason = DeadReason::None;  // already a dead letter (it could not be read)
     std::string detail;
     std::string payload;  // for a dead letter's payload
 };
@@ -166,10 +163,10 @@ public:
     // The main thread takes them (valid until the next take); each must then be given, in
     // order, to exactly one of exec_dead and exec_feed.
     const ExecBatch& take_exec_batch();
-    void exec_dead(const ExecRecord& r, const std::string& reason, const std::string& detail);
+    void exec_dead(const ExecRecord& r, DeadReason reason, const std::string& detail);
     // A dead letter for one aggregation only (its key is NULL, its expressions raised an
     // error): the record itself goes on (exec_feed, or exec_dead when no aggregation keeps it).
-    void exec_note(const ExecRecord& r, const std::string& reason, const std::string& detail);
+    void exec_note(const ExecRecord& r, DeadReason reason, const std::string& detail);
     // A record every aggregation noted a dead letter for: consumed, nothing else.
     void exec_skip(const ExecRecord& r);
     // A record whose event time and keys were computed: judged like any (time range, future
@@ -305,10 +302,9 @@ private:
                      std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
                      core::Millis now, const format::KafkaHeader* headers,
                      std::size_t header_count);
-    Verdict fast_record(format::Decoded& d, core::Millis now, std::string& reason,
+    Verdict fast_record(format::Decoded& d, core::Millis now, DeadReason& reason,
                         std::string& detail);
-    Verdict check_record(const format::Decoded& d, core::Millis now, std::string& reason,
-                         std::string& detail) const;
+    DeadReason check_record(const format::Decoded& d, core::Millis now, std::string& detail) const;
     void stage(core::TopicPartition tp, core::Millis now);
     void exec_extract(core::TopicPartition tp, std::int64_t offset, const char* payload,
                       std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
@@ -344,8 +340,7 @@ private:
     std::vector<std::string> topics_;
     // With columns.
     std::optional<RowPlan> plan_;
-    std::size_t max_key_bytes_ = 0;
-    core::Millis future_limit_ = core::kNoTime;
+    RecordJudge judge_;
     std::unique_ptr<format::JsonRowExtractor> extractor_;
     format::RawRows rows_;         // the record being read (one row)
     std::vector<int> value_cols_;  // columns an aggregate reads

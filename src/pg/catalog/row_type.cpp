@@ -1,6 +1,7 @@
 // A source's row type: `columns` resolved with PostgreSQL's type-name parser, and raw rows
 // converted into Datums by SPEC 14's rules through the column types' own input functions.
 #include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/format/fast_convert.hpp"
@@ -67,11 +68,11 @@ Datum epoch_ms_to_timestamptz(const char* text) {
     Datum us = DirectFunctionCall2(numeric_mul, n, thousand);
     us = DirectFunctionCall2(numeric_round, us, Int32GetDatum(0));
     const int64 micros = DatumGetInt64(DirectFunctionCall1(numeric_int8, us));
-    constexpr int64 shift = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
-    if (micros < PG_INT64_MIN + shift || !IS_VALID_TIMESTAMP(micros - shift))
+    if (micros < PG_INT64_MIN + core::kPgEpochMicros ||
+        !IS_VALID_TIMESTAMP(core::unix_micros_to_pg_timestamp(micros)))
         ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
                         errmsg("epoch milliseconds %s are out of the range of timestamptz", text)));
-    return TimestampTzGetDatum(micros - shift);
+    return TimestampTzGetDatum(core::unix_micros_to_pg_timestamp(micros));
 }
 
 }  // namespace
@@ -270,10 +271,7 @@ Datum fast_value_datum(const RowColumn& col, const format::FastValue& v) {
         const int len = static_cast<int>(v.text.size());
         return pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(p, len)); });
     }
-    case Kind::Micros: {
-        constexpr int64 shift = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
-        return TimestampTzGetDatum(v.i - shift);
-    }
+    case Kind::Micros: return TimestampTzGetDatum(core::unix_micros_to_pg_timestamp(v.i));
     case Kind::Ask:
     case Kind::Null: break;
     }

@@ -64,7 +64,8 @@ struct ExecSet {
 // the worker across rebuilds of its pipeline (a rebuild starts over from the committed state).
 struct UserCodeLedger {
     struct Poison {
-        std::string reason, detail;
+        flow::DeadReason reason = flow::DeadReason::None;
+        std::string detail;
     };
     // A record whose fold raised an error or timed out in one aggregation (aggregation id,
     // partition, offset): on the replay after the rebuild it is that aggregation's dead letter.
