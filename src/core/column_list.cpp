@@ -3,13 +3,12 @@
 #include "stoatflow/core/column_list.hpp"
 
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/names.hpp"
 
 #include <cstring>
 
 namespace stoatflow::core {
 namespace {
-
-constexpr std::size_t kMaxNameBytes = 63;  // longer names PostgreSQL would truncate
 
 bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -197,10 +196,8 @@ std::vector<ColumnDecl> parse_column_list(const std::string& text) {
         ColumnDecl col;
         col.position = sc.pos() + 1;
         col.name = sc.name();
-        if (col.name.size() > kMaxNameBytes)
-            throw Error(sqlstate::kNameTooLong,
-                        "column name \"" + col.name + "\" is longer than 63 bytes",
-                        "PostgreSQL would truncate it; choose a shorter name.");
+        check_name_length("column name", col.name,
+                          "PostgreSQL would truncate it; choose a shorter name.");
         for (const auto& other : out)
             if (other.name == col.name)
                 throw Error(sqlstate::kDuplicateColumn,

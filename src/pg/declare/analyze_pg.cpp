@@ -3,6 +3,7 @@
 // text parsed as a SELECT list over that row alone, analyzed, and its aggregates judged.
 #include <cctype>
 
+#include "stoatflow/core/names.hpp"
 #include "stoatflow/pg/declare/analyze_internal.hpp"
 
 extern "C" {
@@ -331,9 +332,9 @@ const RowDesc* row_from_json(const char* json) {
 void analyze_text(TextAnalysis* a) {
     // A name PostgreSQL would truncate is refused, never truncated (SPEC 10 "Names").
     const int too_long = long_identifier(a->text);
+    static const std::string long_name = core::name_too_long_message("a name");
     if (too_long >= 0)
-        ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),
-                        errmsg("a name is longer than %d bytes", NAMEDATALEN - 1),
+        ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG), errmsg("%s", long_name.c_str()),
                         errhint("PostgreSQL would truncate it; use a shorter name."),
                         errposition(char_pos(a->text, too_long))));
     List* raw = raw_parser(a->text, RAW_PARSE_PLPGSQL_EXPR);
