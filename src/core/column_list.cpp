@@ -137,12 +137,6 @@ private:
 
 }  // namespace
 
-bool is_metadata_column(const std::string& name) {
-    for (const char* m : kMetadataColumns)
-        if (name == m) return true;
-    return false;
-}
-
 std::vector<std::string> parse_json_path(const std::string& path) {
     auto refuse = [&](const std::string& why) {
         throw Error(sqlstate::kSyntaxError, "unsupported PATH '" + path + "': " + why,
@@ -205,8 +199,7 @@ std::vector<ColumnDecl> parse_column_list(const std::string& text) {
         if (is_metadata_column(col.name))
             throw Error(sqlstate::kDuplicateColumn,
                         "column name \"" + col.name + "\" is taken by a Kafka metadata column",
-                        "kafka_key, kafka_topic, kafka_partition, kafka_offset, kafka_timestamp "
-                        "and kafka_headers are always there; rename the column.");
+                        metadata_column_names() + " are always there; rename the column.");
         sc.skip_space();
         const std::size_t type_at = sc.pos();
         col.type = sc.type_name();

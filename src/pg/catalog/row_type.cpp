@@ -53,10 +53,6 @@ format::FastType fast_type_of(Oid typid, int32 typmod) {
     }
 }
 
-// The metadata columns' types, in core::kMetadataColumns' order.
-constexpr const char* kMetadataTypes[] = {
-    "text", "text", "integer", "bigint", "timestamp with time zone", "jsonb"};
-
 bool is_json_type(Oid base) { return base == JSONBOID || base == JSONOID; }
 
 // Epoch milliseconds (a JSON number's text, fractions rounded to the microsecond) as
@@ -122,8 +118,7 @@ RowType::RowType(const std::vector<core::ColumnDecl>& columns, MemoryContext mcx
     };
     for (const auto& d : columns) add(d.name, d.type, d.path);
     declared_ = columns_.size();
-    for (std::size_t i = 0; i < std::size(core::kMetadataColumns); ++i)
-        add(core::kMetadataColumns[i], kMetadataTypes[i], {});
+    for (const auto& m : core::kMetadataColumns) add(m.name, m.sql_type, {});
 }
 
 int RowType::index_of(const std::string& name) const {
