@@ -73,6 +73,10 @@ std::string RecordJudge::expression_is_null(bool time) {
     return time ? "event_time is null" : "key is null";
 }
 
+std::string RecordJudge::not_finite(std::string_view what) {
+    return std::string(what) + ": an event time must be finite";
+}
+
 std::string RecordJudge::offsets_skipped(std::int64_t from, std::int64_t to) {
     return "offsets " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
            std::to_string(to - from) +

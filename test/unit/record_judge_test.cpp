@@ -150,6 +150,8 @@ TEST(RecordJudge, DetailsAndPayloads) {
     EXPECT_EQ(RecordJudge::column_is_null("user"), "column \"user\" is null");
     EXPECT_EQ(RecordJudge::expression_is_null(true), "event_time is null");
     EXPECT_EQ(RecordJudge::expression_is_null(false), "key is null");
+    EXPECT_EQ(RecordJudge::not_finite("column \"ts\" is infinity"),
+              "column \"ts\" is infinity: an event time must be finite");
     EXPECT_EQ(RecordJudge::of_aggregation("a", "key is null"), "aggregation \"a\": key is null");
     EXPECT_EQ(RecordJudge::offsets_skipped(10, 15),
               "offsets 10 to 14 (5) were deleted by the topic's retention before the source "

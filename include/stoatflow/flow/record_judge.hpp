@@ -66,6 +66,8 @@ public:
     static std::string column_is_null(std::string_view column);
     // missing_key, missing_time: the source's key or event time expression gave NULL.
     static std::string expression_is_null(bool time);
+    // bad_value: the event time `what` (e.g. 'column "ts" is infinity') is not finite.
+    static std::string not_finite(std::string_view what);
     // offsets_skipped: offsets [from, to) deleted by the topic's retention.
     static std::string offsets_skipped(std::int64_t from, std::int64_t to);
     // A dead letter of one aggregation only: its name before the detail.

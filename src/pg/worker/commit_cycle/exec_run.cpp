@@ -223,9 +223,9 @@ void CommitCycle::run_executor() {
                     if (exec_->time_expr) {
                         core::Millis t = 0;
                         if (format::is_infinity_text(texts.at(at)))  // README "Columns", Conversion
-                            return path_.exec_dead(r, flow::DeadReason::BadValue,
-                                                   "event_time is " + texts.at(0) +
-                                                       ": an event time must be finite");
+                            return path_.exec_dead(
+                                r, flow::DeadReason::BadValue,
+                                flow::RecordJudge::not_finite("event_time is " + texts.at(0)));
                         if (!parse_time_text(texts.at(at++), exec_->time_type, t))
                             return path_.exec_dead(
                                 r, flow::DeadReason::TimeOutOfRange,

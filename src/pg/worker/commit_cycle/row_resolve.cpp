@@ -118,8 +118,8 @@ void CommitCycle::decode_row(const Datum* values, const bool* nulls, bool want_k
             const TimestampTz ts = DatumGetTimestampTz(v);
             if (TIMESTAMP_NOT_FINITE(ts)) {  // README "Columns", Conversion
                 rec.reason = flow::DeadReason::BadValue;
-                rec.detail = "column \"" + c.name + "\" is " + output_text(c, v) +
-                             ": an event time must be finite";
+                rec.detail = flow::RecordJudge::not_finite("column \"" + c.name + "\" is " +
+                                                           output_text(c, v));
                 return;
             }
             rec.time = core::pg_timestamp_to_ms(ts);
