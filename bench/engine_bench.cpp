@@ -73,8 +73,7 @@ void run(benchmark::State& state, WindowSpec spec, std::vector<AggSpec> aggs, st
             const char* p = msgs.data.data() + msgs.offsets[i];
             const std::size_t len = msgs.offsets[i + 1] - msgs.offsets[i];
             format::Decoded& d = batch[filled];
-            if (decoder.decode(p, len, nullptr, 0, kNoTime, kNoTime, d) !=
-                format::DecodeError::None)
+            if (decoder.decode(p, len, nullptr, 0, kNoTime, d) != format::DecodeError::None)
                 std::abort();
             refs[filled] = {d.key, d.time, d.values.data(), wm.observe(0, d.time)};
             if (++filled == kBatch || i + 1 == msgs.count()) {
@@ -125,8 +124,7 @@ void decode_only(benchmark::State& state) {
         format::Decoded d;
         for (std::size_t i = 0; i < msgs.count(); ++i) {
             const char* p = msgs.data.data() + msgs.offsets[i];
-            decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, kNoTime,
-                           d);
+            decoder.decode(p, msgs.offsets[i + 1] - msgs.offsets[i], nullptr, 0, kNoTime, d);
             benchmark::DoNotOptimize(d.time);
         }
     }

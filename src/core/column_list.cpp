@@ -3,13 +3,12 @@
 #include "stoatflow/core/column_list.hpp"
 
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/names.hpp"
 
 #include <cstring>
 
 namespace stoatflow::core {
 namespace {
-
-constexpr std::size_t kMaxNameBytes = 63;  // longer names PostgreSQL would truncate
 
 bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -138,12 +137,6 @@ private:
 
 }  // namespace
 
-bool is_metadata_column(const std::string& name) {
-    for (const char* m : kMetadataColumns)
-        if (name == m) return true;
-    return false;
-}
-
 std::vector<std::string> parse_json_path(const std::string& path) {
     auto refuse = [&](const std::string& why) {
         throw Error(sqlstate::kSyntaxError, "unsupported PATH '" + path + "': " + why,
@@ -197,10 +190,8 @@ std::vector<ColumnDecl> parse_column_list(const std::string& text) {
         ColumnDecl col;
         col.position = sc.pos() + 1;
         col.name = sc.name();
-        if (col.name.size() > kMaxNameBytes)
-            throw Error(sqlstate::kNameTooLong,
-                        "column name \"" + col.name + "\" is longer than 63 bytes",
-                        "PostgreSQL would truncate it; choose a shorter name.");
+        check_name_length("column name", col.name,
+                          "PostgreSQL would truncate it; choose a shorter name.");
         for (const auto& other : out)
             if (other.name == col.name)
                 throw Error(sqlstate::kDuplicateColumn,
@@ -208,8 +199,7 @@ std::vector<ColumnDecl> parse_column_list(const std::string& text) {
         if (is_metadata_column(col.name))
             throw Error(sqlstate::kDuplicateColumn,
                         "column name \"" + col.name + "\" is taken by a Kafka metadata column",
-                        "kafka_key, kafka_topic, kafka_partition, kafka_offset, kafka_timestamp "
-                        "and kafka_headers are always there; rename the column.");
+                        metadata_column_names() + " are always there; rename the column.");
         sc.skip_space();
         const std::size_t type_at = sc.pos();
         col.type = sc.type_name();

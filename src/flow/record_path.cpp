@@ -1,27 +1,28 @@
-// The record path (decode → watermark → window engines), restore into it, and the snapshot
-// a commit writes. Compiled without PostgreSQL's include path (see Makefile): pure C++.
+// The record path's spine (record_path.hpp): offsets, the watermark, staging into the window
+// engines, dead letters, restore and the snapshot a commit writes; the lanes (json_lane.cpp,
+// columns_lane.cpp, exec_lane.cpp) feed it. Pure C++ (src/README.md).
 #include "stoatflow/flow/record_path.hpp"
+
+#include "stoatflow/flow/columns_lane.hpp"
+#include "stoatflow/flow/exec_lane.hpp"
+#include "stoatflow/flow/json_lane.hpp"
 
 #include <algorithm>
 #include <string>
 
-#include "stoatflow/core/utf8.hpp"
-
 namespace stoatflow::flow {
 
 RecordPath::RecordPath(const RecordPathConfig& config)
-    : executor_(config.executor && config.row), decoder_(config.decoder), topics_(config.topics),
-      plan_(config.row), max_key_bytes_(config.decoder.max_key_bytes),
-      future_limit_(config.decoder.future_limit),
+    : topics_(config.topics), plan_(config.row), judge_(config.max_key_bytes, config.future_limit),
       watermark_(config.max_out_of_orderness, config.idle_timeout) {
     // Values are looked up by field path (0.1) or, with columns, by column name.
     const auto& paths = plan_ ? plan_->names : config.decoder.value_paths;
-    if (plan_) {
-        extractor_ = std::make_unique<format::JsonRowExtractor>(plan_->paths);
-        rows_ = format::RawRows(plan_->names.size());
-        exec_.rows = format::RawRows(plan_->names.size());
-        exec_taken_.rows = format::RawRows(plan_->names.size());
-    }
+    if (!plan_)
+        json_ = std::make_unique<JsonLane>(config.decoder);
+    else if (config.executor)
+        exec_ = std::make_unique<ExecLane>(*plan_);
+    else
+        columns_ = std::make_unique<ColumnsLane>(*plan_);
     for (const auto& def : config.aggregations) {
         Aggregation a;
         a.name = def.name;
@@ -41,6 +42,8 @@ RecordPath::RecordPath(const RecordPathConfig& config)
         aggs_.push_back(std::move(a));
     }
 }
+
+RecordPath::~RecordPath() = default;
 
 void RecordPath::restore_progress(const std::string& watermark_state, std::int64_t commit_seq) {
     watermark_.restore(watermark_state);
@@ -106,11 +109,8 @@ void RecordPath::skip_offsets(core::TopicPartition tp, std::int64_t from, std::i
     if (to <= from) return;
     next_offsets_[tp] = to;
     skipped_[tp] += to - from;
-    dead_.push_back({tp, from, "offsets_skipped",
-                     "offsets " + std::to_string(from) + " to " + std::to_string(to - 1) + " (" +
-                         std::to_string(to - from) +
-                         ") were deleted by the topic's retention before the source read them",
-                     ""});
+    dead_.push_back(RecordJudge::dead_letter(tp, from, DeadReason::OffsetsSkipped,
+                                             RecordJudge::offsets_skipped(from, to), nullptr, 0));
 }
 
 void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::int64_t offset,
@@ -118,51 +118,93 @@ void RecordPath::process(std::int32_t topic_index, std::int32_t partition, std::
                          core::Millis kafka_ts, core::Millis now,
                          const format::KafkaHeader* headers, std::size_t header_count) {
     const core::TopicPartition tp{topic_index, partition};
-    if (executor_) {
-        exec_extract(tp, offset, payload, len, key, key_len, kafka_ts, now, headers, header_count);
-        return;
-    }
-    if (plan_) {
-        if (!blocked_) {
-            process_row(tp, offset, payload, len, key, key_len, kafka_ts, now, headers,
-                        header_count);
-            return;
-        }
-        Waiting w;
-        w.tp = tp;
-        w.offset = offset;
-        w.payload.assign(payload == nullptr ? "" : payload, payload == nullptr ? 0 : len);
-        w.has_key = key != nullptr;
-        if (key != nullptr) w.key.assign(key, key_len);
-        w.kafka_ts = kafka_ts;
-        w.now = now;
-        for (std::size_t i = 0; i < header_count; ++i)
-            w.headers.emplace_back(std::string(headers[i].name),
-                                   headers[i].value == nullptr
-                                       ? std::nullopt
-                                       : std::optional<std::string>(
-                                             std::string(headers[i].value, headers[i].value_len)));
-        queued(tp, offset);
-        waiting_.push_back(std::move(w));
-        return;
-    }
-    ++records_since_commit_;
-    next_offsets_[tp] = offset + 1;
-    if (staged_ == staged_records_.size()) drain();
+    if (json_)
+        json_->process(*this, tp, offset, payload, len, key, key_len, kafka_ts, now);
+    else if (columns_)
+        columns_->process(*this, tp, offset, payload, len, key, key_len, kafka_ts, now, headers,
+                          header_count);
+    else
+        exec_->extract(*this, tp, offset, payload, len, key, key_len, kafka_ts, now, headers,
+                       header_count);
+}
+
+void RecordPath::stage(core::TopicPartition tp, core::Millis now) {
     Staged& st = staged_records_[staged_];
-    const auto err = decoder_.decode(payload, len, key, key_len, kafka_ts, now, st.record);
-    if (err != format::DecodeError::None) {
-        dead_.push_back({tp, offset, format::to_string(err), decoder_.detail(),
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
-        return;
-    }
-    st.skipping = false;
-    if (!st.record.bad.empty() && !judge_values(tp, offset, payload, len, st)) return;
     // W is updated with each record before that record is judged: keep the value it is
     // judged against with it, so the batch sees exactly what record-at-a-time would.
     st.watermark = watermark_.observe(tp.id(), st.record.time, now);
     if (st.watermark != w_at_commit_ && w_moved_at_ == 0) w_moved_at_ = now;
     ++staged_;
+}
+
+// The rules a record meets whichever lane converted it (the record judge's).
+DeadReason RecordPath::judge_record(const format::Decoded& d, core::Millis now,
+                                    std::string& detail) const {
+    const std::string time_name = plan_->time_col >= 0
+                                      ? "column \"" + plan_->names[plan_->time_col] + "\""
+                                      : std::string("event_time");
+    return judge_.judge(d.key, d.time, now, time_name, detail);
+}
+
+format::RecordMeta RecordPath::meta_of(core::TopicPartition tp, std::int64_t offset,
+                                       const char* key, std::size_t key_len, core::Millis kafka_ts,
+                                       const format::KafkaHeader* headers,
+                                       std::size_t header_count) const {
+    format::RecordMeta meta;
+    meta.topic = topic_name(tp.topic);
+    meta.partition = tp.partition;
+    meta.offset = offset;
+    meta.key = key;
+    meta.key_len = key_len;
+    meta.timestamp_ms = kafka_ts;
+    meta.headers = headers;
+    meta.header_count = header_count;
+    return meta;
+}
+
+// The lanes' part of the interface.
+bool RecordPath::blocked() const { return columns_ && columns_->blocked(); }
+const format::RawRows& RecordPath::blocked_row() const {
+    static const format::RawRows none;
+    return columns_ ? columns_->blocked_row() : none;
+}
+void RecordPath::resume(const SlowRecord& record) {
+    if (columns_) columns_->resume(*this, record);
+}
+std::size_t RecordPath::exec_waiting() const { return exec_ ? exec_->waiting() : 0; }
+const ExecBatch& RecordPath::take_exec_batch() { return exec_->take_batch(); }
+void RecordPath::exec_dead(const ExecRecord& r, DeadReason reason, const std::string& detail) {
+    exec_->dead(*this, r, reason, detail);
+}
+void RecordPath::exec_note(const ExecRecord& r, DeadReason reason, const std::string& detail) {
+    exec_->note(*this, r, reason, detail);
+}
+void RecordPath::exec_skip(const ExecRecord& r) { exec_->skip(*this, r); }
+std::optional<core::Millis> RecordPath::exec_admit(const ExecRecord& r, core::Millis time,
+                                                   const std::string* key,
+                                                   const core::Value* values, ExecFold* folds,
+                                                   const std::vector<format::BadValue>* bad) {
+    return exec_->admit(*this, r, time, key, values, folds, bad);
+}
+bool RecordPath::exec_fast_usable(const std::vector<format::BadValue>& bad) const {
+    return exec_->fast_usable(*this, bad);
+}
+void RecordPath::exec_bad_values(const ExecRecord& r, const std::vector<format::BadValue>& bad,
+                                 bool whole) {
+    exec_->bad_values(*this, r, bad, whole);
+}
+void RecordPath::exec_fold(std::size_t aggregation, const ExecFold& fold, core::Millis time,
+                           core::Millis watermark) {
+    exec_->fold(*this, aggregation, fold, time, watermark);
+}
+void RecordPath::exec_feed(const ExecRecord& r, core::Millis time, const std::string* key,
+                           const core::Value* values, ExecFold* folds,
+                           const std::vector<format::BadValue>* bad) {
+    const std::optional<core::Millis> w = exec_admit(r, time, key, values, folds, bad);
+    if (w)
+        for (std::size_t i = 0; i < aggs_.size(); ++i)
+            if (aggs_[i].executor) exec_fold(i, folds[i], time, *w);
+    release_ends();
 }
 
 const format::BadValue* RecordPath::bad_of(const Aggregation& a,
@@ -183,8 +225,8 @@ bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, cons
     bool usable = false;
     for (const auto& a : aggs_) usable |= bad_of(a, bad) == nullptr;
     if (!usable) {
-        dead_.push_back({tp, offset, format::to_string(bad.front().error), bad.front().detail,
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        dead_.push_back(RecordJudge::dead_letter(tp, offset, bad.front().error, bad.front().detail,
+                                                 payload, len));
         return false;
     }
     st.skipping = true;
@@ -193,9 +235,9 @@ bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, cons
         const format::BadValue* b = bad_of(aggs_[i], bad);
         if (b == nullptr) continue;
         st.skip[i] = 1;
-        dead_.push_back({tp, offset, format::to_string(b->error),
-                         "aggregation \"" + aggs_[i].name + "\": " + b->detail,
-                         core::storable_text(payload, len, kDeadLetterPayloadBytes)});
+        dead_.push_back(RecordJudge::dead_letter(
+            tp, offset, b->error, RecordJudge::of_aggregation(aggs_[i].name, b->detail), payload,
+            len));
     }
     return true;
 }

@@ -1,6 +1,7 @@
 // The fast lane of column conversion (see the header). Each rule below claims a strict subset
 // of what the type's PostgreSQL 15 input function accepts, and gives exactly its value.
 #include "stoatflow/format/fast_convert.hpp"
+#include "stoatflow/core/event_time.hpp"
 
 #include "stoatflow/core/time.hpp"
 #include "stoatflow/core/utf8.hpp"
@@ -283,10 +284,9 @@ FastValue fast_convert(FastType type, const RawValue& raw) {
         FastValue out = of_kind(Kind::Micros);
         if (raw.kind == RawKind::Number) {
             std::int64_t ms = 0;
-            if (!pg_integer(raw.text, INT64_MIN, INT64_MAX, ms) || ms < core::kMinEventTime ||
-                ms > core::kMaxEventTime)
+            if (!pg_integer(raw.text, INT64_MIN, INT64_MAX, ms) || !core::in_event_time_range(ms))
                 return ask();
-            out.i = ms * 1000;
+            out.i = core::ms_to_unix_micros(ms);
             return out;
         }
         if (raw.kind == RawKind::String && parse_iso_timestamptz(raw.text, out.i)) return out;

@@ -3,6 +3,7 @@
 #include "stoatflow/format/json_decoder.hpp"
 
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/core/utf8.hpp"
 #include "stoatflow/format/json_text.hpp"
 #include "stoatflow/format/limits.hpp"
@@ -109,36 +110,6 @@ bool token_to_double(std::string_view t, double& out) {
     return magnitude <= 0;
 }
 
-// Appends an excerpt of at most kExcerptBytes bytes of s (in quotes unless a number token):
-// valid UTF-8 is kept, quotes and backslashes are escaped, control characters and invalid
-// bytes become \xNN, so the detail is always storable text.
-void append_excerpt(std::string& out, std::string_view s, bool quoted = true) {
-    const auto* u = reinterpret_cast<const unsigned char*>(s.data());
-    const std::size_t limit = std::min(s.size(), kExcerptBytes);
-    std::size_t i = 0;
-    if (quoted) out += '"';
-    while (i < limit) {
-        const unsigned char c = u[i];
-        if (c >= 0x20 && c < 0x7F) {
-            if (c == '"' || c == '\\') out += '\\';
-            out += static_cast<char>(c);
-            ++i;
-            continue;
-        }
-        const std::size_t len = c >= 0x80 ? core::utf8_sequence_length(u + i, s.size() - i) : 0;
-        if (len != 0) {
-            if (i + len > limit) break;  // do not cut a character in half
-            out.append(s.data() + i, len);
-            i += len;
-        } else {
-            core::append_byte_escape(out, c);
-            ++i;
-        }
-    }
-    if (quoted) out += '"';
-    if (i < s.size()) out += "...";
-}
-
 const char* kind_name(Seen s) {
     switch (s) {
     case Seen::Absent: return "missing";
@@ -183,25 +154,6 @@ std::int64_t days_since_epoch(std::int64_t y, int m, int d) {
 }
 
 }  // namespace
-
-const char* to_string(DecodeError e) {
-    switch (e) {
-    case DecodeError::None: return "";
-    case DecodeError::InvalidJson: return "invalid_json";
-    case DecodeError::NotAnObject: return "not_an_object";
-    case DecodeError::MissingKey: return "missing_key";
-    case DecodeError::BadKey: return "bad_key";
-    case DecodeError::MissingTime: return "missing_time";
-    case DecodeError::BadTime: return "bad_time";
-    case DecodeError::TimeOutOfRange: return "time_out_of_range";
-    case DecodeError::NonNumericValue: return "non_numeric_value";
-    case DecodeError::InvalidText: return "invalid_text";
-    case DecodeError::KeyTooLong: return "key_too_long";
-    case DecodeError::TimeInFuture: return "time_in_future";
-    case DecodeError::ValueOutOfRange: return "value_out_of_range";
-    }
-    return "unknown";
-}
 
 bool parse_iso8601(std::string_view s, Millis& out) {
     const char* p = s.data();
@@ -285,9 +237,6 @@ struct JsonDecoder::Impl {
     std::string detail;
 
     explicit Impl(DecoderConfig c) : cfg(std::move(c)) {
-        if (cfg.future_limit != core::kNoTime && cfg.future_limit < 0)
-            throw Error(sqlstate::kInvalidParameterValue, "future_limit must not be negative",
-                        "Use NULL for no limit, or an interval of zero or more.");
         key_slot = add_path(cfg.key_path);
         time_slot = add_path(cfg.time_path);
         for (const auto& v : cfg.value_paths) value_slots.push_back(add_path(v));
@@ -411,32 +360,20 @@ struct JsonDecoder::Impl {
             case Seen::Number: text = s.text; break;
             }
         }
-        if (cfg.max_key_bytes != 0 && text.size() > cfg.max_key_bytes) {
-            detail = "the key is " + std::to_string(text.size()) +
-                     " bytes, longer than max_key_bytes " + std::to_string(cfg.max_key_bytes) +
-                     ": ";
-            append_excerpt(detail, text);
-            return DecodeError::KeyTooLong;
-        }
-        if (auto e = check_key_text(text); e != DecodeError::None) return e;
+        // Kept even when it is not valid text: the record judge's key rule ranks first.
         out.assign(text.data(), text.size());
-        return DecodeError::None;
-    }
-
-    static bool in_event_time_range(Millis t) {
-        return t >= core::kMinEventTime && t <= core::kMaxEventTime;
+        return check_key_text(text);
     }
 
     DecodeError take_time(Millis kafka_ts, Millis& out) {
-        static constexpr const char* kRange =
-            " is outside the event time range 0001-01-01 .. 9999-12-31 (UTC)";
         if (time_slot < 0) {
             if (kafka_ts == core::kNoTime) {
                 detail = "the Kafka message has no timestamp";
                 return DecodeError::MissingTime;
             }
-            if (!in_event_time_range(kafka_ts)) {
-                detail = "the Kafka timestamp " + std::to_string(kafka_ts) + " ms" + kRange;
+            if (!core::in_event_time_range(kafka_ts)) {
+                detail = core::outside_event_time_range("the Kafka timestamp " +
+                                                        std::to_string(kafka_ts) + " ms");
                 return DecodeError::TimeOutOfRange;
             }
             out = kafka_ts;
@@ -457,12 +394,12 @@ struct JsonDecoder::Impl {
                 append_excerpt(detail, s.text);
                 return DecodeError::BadTime;
             }
-            in_range = in_event_time_range(out);
+            in_range = core::in_event_time_range(out);
             break;
         case Seen::Number:
             if (s.num == NumKind::Int) {
                 out = s.i;
-                in_range = in_event_time_range(out);
+                in_range = core::in_event_time_range(out);
             } else if (s.num == NumKind::Double) {
                 // Epoch milliseconds with a fraction: floor to the millisecond. Compared as
                 // doubles first, so the conversion to int64 is always defined.
@@ -474,24 +411,12 @@ struct JsonDecoder::Impl {
             break;
         }
         if (!in_range) {
-            detail = "field \"" + path + "\" = ";
-            append_excerpt(detail, s.text, s.seen == Seen::String);
-            detail += kRange;
+            std::string what = "field \"" + path + "\" = ";
+            append_excerpt(what, s.text, s.seen == Seen::String);
+            detail = core::outside_event_time_range(what);
             return DecodeError::TimeOutOfRange;
         }
         return DecodeError::None;
-    }
-
-    // After take_time: the time is in the event time range, so t − now cannot overflow for
-    // any wall clock inside it either; a clock outside it (a test's) is widened first.
-    DecodeError check_future(Millis t, Millis now) {
-        if (cfg.future_limit == core::kNoTime || now == core::kNoTime) return DecodeError::None;
-        const __int128 ahead = static_cast<__int128>(t) - now;
-        if (ahead <= cfg.future_limit) return DecodeError::None;
-        detail = "event time " + std::to_string(t) + " ms is " + core::int128_to_string(ahead) +
-                 " ms ahead of the server clock (" + std::to_string(now) +
-                 " ms), more than future_limit " + std::to_string(cfg.future_limit) + " ms";
-        return DecodeError::TimeInFuture;
     }
 
     // Every value; one an aggregate cannot use is listed in `bad` (the record stays good).
@@ -545,14 +470,12 @@ JsonDecoder& JsonDecoder::operator=(JsonDecoder&&) noexcept = default;
 const std::string& JsonDecoder::detail() const { return impl_->detail; }
 
 DecodeError JsonDecoder::decode(const char* payload, std::size_t len, const char* key,
-                                std::size_t key_len, core::Millis kafka_ts, core::Millis now,
-                                Decoded& out) {
+                                std::size_t key_len, core::Millis kafka_ts, Decoded& out) {
     Impl& d = *impl_;
     d.detail.clear();
     DecodeError e = d.parse(payload, len);
     if (e == DecodeError::None) e = d.take_key(key, key_len, out.key);
     if (e == DecodeError::None) e = d.take_time(kafka_ts, out.time);
-    if (e == DecodeError::None) e = d.check_future(out.time, now);
     if (e == DecodeError::None) d.take_values(out.values, out.bad);
     return e;
 }

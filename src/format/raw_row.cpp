@@ -1,6 +1,7 @@
 // The metadata columns of a record (README "Semantics") as raw fields, and the names of raw kinds.
 #include "stoatflow/format/raw_row.hpp"
 
+#include "stoatflow/core/metadata_columns.hpp"
 #include "stoatflow/core/time.hpp"
 #include "stoatflow/core/utf8.hpp"
 #include "stoatflow/format/json_text.hpp"
@@ -46,35 +47,12 @@ const char* raw_kind_name(RawKind k) {
     return "?";
 }
 
-bool fill_metadata(RawRows& rows, std::size_t row, std::size_t first, const RecordMeta& meta,
-                   std::string& detail) {
-    if (meta.key == nullptr) {
-        rows.set(row, first, RawKind::Null);
-    } else if (!is_text(meta.key, meta.key_len)) {
-        detail = "the Kafka message key is not valid UTF-8 text: ";
-        detail += core::storable_text(meta.key, meta.key_len, kExcerptBytes);
-        return false;
-    } else {
-        rows.set(row, first, RawKind::String, std::string_view(meta.key, meta.key_len));
-    }
-    rows.set(row, first + 1, RawKind::String, meta.topic);
-    char num[24];  // per record: no allocation
-    auto number = [&](std::size_t col, std::int64_t v) {
-        const auto r = std::to_chars(num, num + sizeof num, v);
-        rows.set(row, col, RawKind::Number, std::string_view(num, r.ptr - num));
-    };
-    number(first + 2, meta.partition);
-    number(first + 3, meta.offset);
-    if (meta.timestamp_ms == core::kNoTime)
-        rows.set(row, first + 4, RawKind::Null);
-    else
-        number(first + 4, meta.timestamp_ms);
-    if (meta.header_count == 0) {
-        rows.set(row, first + 5, RawKind::Object, "{}");
-        return true;
-    }
-    // name → value; a later header of the same name wins (std::map keeps the names sorted,
-    // which is also the order jsonb shows them in for names of equal length).
+namespace {
+
+// kafka_headers: name → value; a later header of the same name wins (std::map keeps the names
+// sorted, which is also the order jsonb shows them in for names of equal length).
+std::string headers_json(const RecordMeta& meta) {
+    if (meta.header_count == 0) return "{}";
     std::map<std::string, std::pair<bool, std::string>> last;
     for (std::size_t i = 0; i < meta.header_count; ++i) {
         const KafkaHeader& h = meta.headers[i];
@@ -93,7 +71,46 @@ bool fill_metadata(RawRows& rows, std::size_t row, std::size_t first, const Reco
             json += "null";
     }
     json += '}';
-    rows.set(row, first + 5, RawKind::Object, json);
+    return json;
+}
+
+}  // namespace
+
+bool fill_metadata(RawRows& rows, std::size_t row, std::size_t first, const RecordMeta& meta,
+                   std::string& detail) {
+    char num[24];  // per record: no allocation
+    auto number = [&](std::size_t col, std::int64_t v) {
+        const auto r = std::to_chars(num, num + sizeof num, v);
+        rows.set(row, col, RawKind::Number, std::string_view(num, r.ptr - num));
+    };
+    for (std::size_t i = 0; i < core::kMetadataColumnCount; ++i) {
+        const std::size_t col = first + i;
+        switch (core::kMetadataColumns[i].field) {
+        case core::MetadataField::Key:
+            if (meta.key == nullptr) {
+                rows.set(row, col, RawKind::Null);
+            } else if (!is_text(meta.key, meta.key_len)) {
+                detail = "the Kafka message key is not valid UTF-8 text: ";
+                detail += core::storable_text(meta.key, meta.key_len, kExcerptBytes);
+                return false;
+            } else {
+                rows.set(row, col, RawKind::String, std::string_view(meta.key, meta.key_len));
+            }
+            break;
+        case core::MetadataField::Topic: rows.set(row, col, RawKind::String, meta.topic); break;
+        case core::MetadataField::Partition: number(col, meta.partition); break;
+        case core::MetadataField::Offset: number(col, meta.offset); break;
+        case core::MetadataField::Timestamp:
+            if (meta.timestamp_ms == core::kNoTime)
+                rows.set(row, col, RawKind::Null);
+            else
+                number(col, meta.timestamp_ms);
+            break;
+        case core::MetadataField::Headers:
+            rows.set(row, col, RawKind::Object, headers_json(meta));
+            break;
+        }
+    }
     return true;
 }
 

@@ -8,6 +8,7 @@
 // exact, longer ones and numbers beyond the double range are value_out_of_range) the decoder
 // must say invalid_json. parse_iso8601 results must survive a format/parse round trip.
 #include "stoatflow/core/time.hpp"
+#include "stoatflow/flow/record_judge.hpp"
 #include "stoatflow/format/json_decoder.hpp"
 
 #include <simdjson.h>
@@ -147,12 +148,9 @@ void check_iso8601(std::string_view s) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static format::JsonDecoder nested(format::DecoderConfig{"user.id", "ts", {"amount", "m.v"}});
     static format::JsonDecoder from_kafka(format::DecoderConfig{"", "", {"", "amount"}});
-    static format::JsonDecoder limited([] {
-        format::DecoderConfig c{"user.id", "ts", {"amount", "m.v"}};
-        c.max_key_bytes = 16;
-        c.future_limit = 1000;
-        return c;
-    }());
+    // The limits are the record judge's, after the decoder (as the record path's JSON lane).
+    static format::JsonDecoder limited({"user.id", "ts", {"amount", "m.v"}});
+    static const flow::RecordJudge limits(16, 1000);
     const char* payload = reinterpret_cast<const char*>(data);
 
     // The key is the input's tail (its length from the first byte); sometimes absent.
@@ -166,8 +164,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
     format::Decoded out;
     for (format::JsonDecoder* dec : {&nested, &from_kafka, &limited}) {
-        const DecodeError e = dec->decode(payload, size, key, key_len, kafka_ts, now, out);
-        const std::string& detail = dec->detail();
+        DecodeError e = dec->decode(payload, size, key, key_len, kafka_ts, out);
+        std::string detail;
+        if (dec == &limited) e = limits.after_decode(e, out, now, detail);
+        if (e != DecodeError::None && detail.empty()) detail = dec->detail();
         FUZZ_CHECK(to_string(e) != nullptr);
         FUZZ_CHECK((e == DecodeError::None) == detail.empty());
         FUZZ_CHECK(detail.size() < 400 && clean_text(detail));

@@ -1,6 +1,7 @@
 // Replays the fuzz corpus (test/fuzz/corpus) through the JSON decoder in every ctest run, so
 // the inputs the fuzzer once found keep being decoded in CI even where libFuzzer is not built.
 #include "stoatflow/core/time.hpp"
+#include "stoatflow/flow/record_judge.hpp"
 #include "stoatflow/format/json_decoder.hpp"
 
 #include <gtest/gtest.h>
@@ -40,11 +41,17 @@ bool clean_text(const std::string& s) {
            simdjson::validate_utf8(s.data(), s.size());
 }
 
-format::DecoderConfig limited() {
-    format::DecoderConfig c{"user.id", "ts", {"amount", "m.v"}};
-    c.max_key_bytes = 3;
-    c.future_limit = 0;
-    return c;
+// The limits are the record judge's, applied after the decoder as the JSON lane does.
+const flow::RecordJudge kLimits(3, 0);
+
+DecodeError judged(format::JsonDecoder& dec, bool limited, const std::string& bytes,
+                   const char* key, std::size_t key_len, core::Millis kafka_ts, core::Millis now,
+                   format::Decoded& out, std::string& detail) {
+    DecodeError e = dec.decode(bytes.data(), bytes.size(), key, key_len, kafka_ts, out);
+    detail.clear();
+    if (limited) e = kLimits.after_decode(e, out, now, detail);
+    if (e != DecodeError::None && detail.empty()) detail = dec.detail();
+    return e;
 }
 
 }  // namespace
@@ -55,7 +62,7 @@ TEST(FuzzCorpus, EveryFileDecodesToASaneVerdict) {
     ASSERT_TRUE(files.count("regression_long_mantissa.json"));  // the simdjson get_double bug
     format::JsonDecoder nested({"user.id", "ts", {"amount", "m.v"}});
     format::JsonDecoder from_kafka({"", "", {"", "amount"}});
-    format::JsonDecoder limits(limited());
+    format::JsonDecoder limits({"user.id", "ts", {"amount", "m.v"}});
     const core::Millis now = 1732960800000;  // record_basic's own time
     for (const auto& [name, bytes] : files) {
         SCOPED_TRACE(name);
@@ -64,9 +71,9 @@ TEST(FuzzCorpus, EveryFileDecodesToASaneVerdict) {
                 for (core::Millis kafka_ts : {core::kNoTime, core::Millis{0}, now + 1}) {
                     format::Decoded out;
                     const std::size_t key_len = key ? std::strlen(key) : 0;
-                    const DecodeError e =
-                        dec->decode(bytes.data(), bytes.size(), key, key_len, kafka_ts, now, out);
-                    const std::string& detail = dec->detail();
+                    std::string detail;
+                    const DecodeError e = judged(*dec, dec == &limits, bytes, key, key_len,
+                                                 kafka_ts, now, out, detail);
                     EXPECT_EQ(e == DecodeError::None, detail.empty()) << detail;
                     EXPECT_EQ(e == DecodeError::None, std::string(to_string(e)).empty());
                     EXPECT_LT(detail.size(), 400u);
@@ -88,8 +95,9 @@ TEST(FuzzCorpus, EveryFileDecodesToASaneVerdict) {
     auto verdict = [&](format::JsonDecoder& dec, const std::string& name) {
         format::Decoded out;
         const std::string& b = files.at(name);
-        return std::string(
-            to_string(dec.decode(b.data(), b.size(), nullptr, 0, core::kNoTime, now, out)));
+        std::string detail;
+        return std::string(to_string(
+            judged(dec, &dec == &limits, b, nullptr, 0, core::kNoTime, now, out, detail)));
     };
     EXPECT_EQ(verdict(nested, "record_basic.json"), "");
     EXPECT_EQ(verdict(nested, "regression_long_mantissa.json"), "");
@@ -100,8 +108,7 @@ TEST(FuzzCorpus, EveryFileDecodesToASaneVerdict) {
     EXPECT_EQ(verdict(limits, "record_basic.json"), "key_too_long");
     format::Decoded out;
     const std::string& m = files.at("regression_long_mantissa.json");
-    ASSERT_EQ(nested.decode(m.data(), m.size(), nullptr, 0, core::kNoTime, now, out),
-              DecodeError::None);
+    ASSERT_EQ(nested.decode(m.data(), m.size(), nullptr, 0, core::kNoTime, out), DecodeError::None);
     EXPECT_EQ(out.values[1].kind, core::Value::Kind::Double);
     EXPECT_DOUBLE_EQ(out.values[1].d, 0.577779223372036854775808777);
 }

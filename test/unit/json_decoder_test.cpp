@@ -47,10 +47,9 @@ struct Row {
 
 // The decoded record (or the reason) as one comparable line.
 std::string verdict(JsonDecoder& dec, const std::string& payload, const char* key = nullptr,
-                    size_t key_len = 0, Millis kafka_ts = kNoTime, Millis now = kNoTime) {
+                    size_t key_len = 0, Millis kafka_ts = kNoTime) {
     Decoded out;
-    const DecodeError e =
-        dec.decode(payload.data(), payload.size(), key, key_len, kafka_ts, now, out);
+    const DecodeError e = dec.decode(payload.data(), payload.size(), key, key_len, kafka_ts, out);
     if (e != DecodeError::None) return to_string(e);
     // A value an aggregate cannot use is the reading aggregations' dead letter: the first one
     // stands for the verdict here (ValuesAreJudgedOneByOne checks the rest).
@@ -424,7 +423,7 @@ TEST(JsonDecoder, Details) {
     auto dec = nested_decoder();
     Decoded out;
     auto detail_of = [&](const std::string& payload) {
-        if (dec.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, kNoTime, out) ==
+        if (dec.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, out) ==
                 DecodeError::None &&
             !out.bad.empty())
             return out.bad.front().detail;  // a value's, the record's detail stays empty
@@ -468,7 +467,7 @@ TEST(JsonDecoder, Details) {
     EXPECT_EQ(esc, "field \"ts\" is not an ISO-8601 time: \"a\\x09b\xc3\xa9\"");
 
     JsonDecoder kafka_key({"", "", {}});
-    kafka_key.decode("{}", 2, "a\xff\x01", 3, 1, kNoTime, out);
+    kafka_key.decode("{}", 2, "a\xff\x01", 3, 1, out);
     EXPECT_EQ(kafka_key.detail(), R"(the key is not valid UTF-8: "a\xff\x01")");
 }
 
@@ -480,7 +479,7 @@ TEST(JsonDecoder, ValuesAreJudgedOneByOne) {
     Decoded out;
     const std::string p =
         R"({"user":"u","ts":5,"page":"home","n":3,"big":)" + std::string(39, '9') + "}";
-    ASSERT_EQ(dec.decode(p.data(), p.size(), nullptr, 0, kNoTime, kNoTime, out), DecodeError::None);
+    ASSERT_EQ(dec.decode(p.data(), p.size(), nullptr, 0, kNoTime, out), DecodeError::None);
     EXPECT_EQ(dec.detail(), "");
     EXPECT_EQ(out.key, "u");
     EXPECT_EQ(out.time, 5);
@@ -497,13 +496,12 @@ TEST(JsonDecoder, ValuesAreJudgedOneByOne) {
     EXPECT_EQ(out.bad[1].detail, R"(field "big" is )" + std::string(39, '9') +
                                      ", an integer of 39 digits; at most 38 are summed exactly");
     const std::string good = R"({"user":"u","ts":6,"page":2})";
-    ASSERT_EQ(dec.decode(good.data(), good.size(), nullptr, 0, kNoTime, kNoTime, out),
-              DecodeError::None);
+    ASSERT_EQ(dec.decode(good.data(), good.size(), nullptr, 0, kNoTime, out), DecodeError::None);
     EXPECT_TRUE(out.bad.empty());
     EXPECT_EQ(show(out.values[1]), "i:2");
     // A record-level failure still wins (the key before any value).
     const std::string nokey = R"({"ts":6,"page":"x"})";
-    EXPECT_EQ(dec.decode(nokey.data(), nokey.size(), nullptr, 0, kNoTime, kNoTime, out),
+    EXPECT_EQ(dec.decode(nokey.data(), nokey.size(), nullptr, 0, kNoTime, out),
               DecodeError::MissingKey);
 }
 
@@ -513,7 +511,7 @@ TEST(JsonDecoder, ReuseAcrossRecords) {
     Decoded out;
     const std::string big =
         R"({"user":{"id":"big"},"ts":9,"pad":")" + std::string(100000, 'p') + R"(","amount":5})";
-    ASSERT_EQ(dec.decode(big.data(), big.size(), nullptr, 0, kNoTime, kNoTime, out), None);
+    ASSERT_EQ(dec.decode(big.data(), big.size(), nullptr, 0, kNoTime, out), None);
     EXPECT_EQ(out.key, "big");
     EXPECT_EQ(show(out.values[1]), "i:5");
     EXPECT_EQ(verdict(dec, R"({"ts":1})"), "missing_key");
@@ -523,7 +521,7 @@ TEST(JsonDecoder, ReuseAcrossRecords) {
     // Decoded from another config is resized to this config's values.
     out.values.assign(7, Value::of_int(1));
     const std::string rec = R"({"user":{"id":"u"},"ts":4})";
-    ASSERT_EQ(dec.decode(rec.data(), rec.size(), nullptr, 0, kNoTime, kNoTime, out), None);
+    ASSERT_EQ(dec.decode(rec.data(), rec.size(), nullptr, 0, kNoTime, out), None);
     EXPECT_EQ(out.values.size(), 3u);
     EXPECT_EQ(show(out.values[1]), "-");
     // Same path twice, and a path that is a prefix of another.
@@ -669,72 +667,4 @@ TEST(Iso8601, InvalidForms) {
         parse_iso8601("\xef\xbc\x92\xef\xbc\x90\xef\xbc\x92\xef\xbc\x96-11-30T10:01:00Z", got));
 }
 
-// README "Security" per-record failures: a key the sink could never store is a dead letter.
-TEST(JsonDecoder, KeyLongerThanMaxKeyBytesIsADeadLetter) {
-    DecoderConfig cfg{"user.id", "ts", {}};
-    cfg.max_key_bytes = 8;
-    JsonDecoder dec(cfg);
-    EXPECT_EQ(verdict(dec, R"({"user":{"id":"12345678"},"ts":1})"), "key=12345678 time=1");
-    EXPECT_EQ(verdict(dec, R"({"user":{"id":"123456789"},"ts":1})"), "key_too_long");
-    EXPECT_EQ(verdict(dec, R"({"user":{"id":123456789},"ts":1})"), "key_too_long");
-    // Bytes, not characters: four é are 8 bytes, five are 10.
-    EXPECT_EQ(verdict(dec, R"({"user":{"id":"\u00e9\u00e9\u00e9\u00e9"},"ts":1})"),
-              "key=\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9 time=1");
-    EXPECT_EQ(verdict(dec, R"({"user":{"id":"\u00e9\u00e9\u00e9\u00e9\u00e9"},"ts":1})"),
-              "key_too_long");
-    // The detail names the limit and the size, and quotes at most 64 bytes of the key.
-    DecoderConfig big{"k", "ts", {}};
-    big.max_key_bytes = 100;
-    JsonDecoder dec2(big);
-    const std::string payload = R"({"k":")" + std::string(5000, 'x') + R"(","ts":1})";
-    Decoded out;
-    ASSERT_EQ(dec2.decode(payload.data(), payload.size(), nullptr, 0, kNoTime, kNoTime, out),
-              DecodeError::KeyTooLong);
-    EXPECT_EQ(dec2.detail(), "the key is 5000 bytes, longer than max_key_bytes 100: \"" +
-                                 std::string(64, 'x') + "\"...");
-    EXPECT_STREQ(to_string(DecodeError::KeyTooLong), "key_too_long");
-    // The Kafka message key is held to the same limit; 0 means unlimited.
-    DecoderConfig kafka_key{"", "", {}};
-    kafka_key.max_key_bytes = 3;
-    JsonDecoder dec3(kafka_key);
-    EXPECT_EQ(verdict(dec3, "{}", "abc", 3, 5), "key=abc time=5");
-    EXPECT_EQ(verdict(dec3, "{}", "abcd", 4, 5), "key_too_long");
-    JsonDecoder unlimited({"", "", {}});
-    EXPECT_EQ(verdict(unlimited, "{}", payload.data(), payload.size(), 5).substr(0, 9),
-              "key={\"k\":");
-}
-
-// README "Security" time from the future: beyond now + future_limit is a dead letter.
-TEST(JsonDecoder, TimeBeyondFutureLimitIsADeadLetter) {
-    DecoderConfig cfg{"k", "ts", {}};
-    cfg.future_limit = 1000;
-    JsonDecoder dec(cfg);
-    const Millis now = 1700000000000;
-    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":1700000001000})", nullptr, 0, kNoTime, now),
-              "key=a time=1700000001000");
-    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":1700000001001})", nullptr, 0, kNoTime, now),
-              "time_in_future");
-    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":"9999-12-31T00:00:00Z"})", nullptr, 0, kNoTime, now),
-              "time_in_future");
-    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":5})", nullptr, 0, kNoTime, now), "key=a time=5");
-    // no wall clock given: no check
-    EXPECT_EQ(verdict(dec, R"({"k":"a","ts":1700000001001})"), "key=a time=1700000001001");
-    Decoded out;
-    const std::string p = R"({"k":"a","ts":1700000005000})";
-    ASSERT_EQ(dec.decode(p.data(), p.size(), nullptr, 0, kNoTime, now, out),
-              DecodeError::TimeInFuture);
-    EXPECT_EQ(dec.detail(), "event time 1700000005000 ms is 5000 ms ahead of the server clock "
-                            "(1700000000000 ms), more than future_limit 1000 ms");
-    EXPECT_STREQ(to_string(DecodeError::TimeInFuture), "time_in_future");
-    // The Kafka timestamp too; kNoTime turns the check off; a negative limit is refused.
-    DecoderConfig from_kafka{"", "", {}};
-    from_kafka.future_limit = 0;
-    JsonDecoder dec2(from_kafka);
-    EXPECT_EQ(verdict(dec2, "{}", "k", 1, now, now), "key=k time=1700000000000");
-    EXPECT_EQ(verdict(dec2, "{}", "k", 1, now + 1, now), "time_in_future");
-    JsonDecoder off({"", "", {}});
-    EXPECT_EQ(verdict(off, "{}", "k", 1, now + 86400000, now), "key=k time=1700086400000");
-    DecoderConfig negative{"", "", {}};
-    negative.future_limit = -1;
-    EXPECT_THROW(JsonDecoder{negative}, Error);
-}
+// The key's length and the future limit are the record judge's: record_judge_test.cpp.

@@ -95,8 +95,8 @@ TEST(RecordPathExec, ExtractsThenFeedsInOrder) {
     const flow::ExecBatch& b = p.take_exec_batch();
     EXPECT_EQ(p.exec_waiting(), 0u);
     ASSERT_EQ(b.records.size(), 4u);
-    EXPECT_TRUE(b.records[0].reason.empty());
-    EXPECT_EQ(b.records[1].reason, "invalid_json");
+    EXPECT_EQ(b.records[0].reason, flow::DeadReason::None);
+    EXPECT_STREQ(format::to_string(b.records[1].reason), "invalid_json");
     EXPECT_EQ(std::string(b.rows.get(b.records[2].row, 0).text), "b");
     EXPECT_EQ(std::string(b.rows.get(b.records[3].row, 3).text), "k");  // kafka_key
     EXPECT_EQ(b.records[3].offset, 3);
@@ -113,7 +113,7 @@ TEST(RecordPathExec, ExtractsThenFeedsInOrder) {
     folds[1] = {true, false, "b", &one};
     p.exec_feed(b.records[2], 70000, nullptr, nullptr, folds.data());
     // record 3 is late for both; aggregation 1 has a dead letter for it (noted), 0 folds it
-    p.exec_note(b.records[3], "missing_key", "aggregation \"ext2\": key is null");
+    p.exec_note(b.records[3], flow::DeadReason::MissingKey, "aggregation \"ext2\": key is null");
     folds[0] = {true, false, "c", &one};
     folds[1] = {false, false, "c", nullptr};
     p.exec_feed(b.records[3], 3000, nullptr, nullptr, folds.data());

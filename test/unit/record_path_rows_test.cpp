@@ -74,7 +74,7 @@ TEST(RecordPathRows, BlocksInOrderAndResumes) {
     ASSERT_TRUE(p.blocked());
     EXPECT_EQ(p.records_since_commit(), 4);
     SlowRecord bad;
-    bad.reason = "bad_value";
+    bad.reason = stoatflow::flow::DeadReason::BadValue;
     bad.detail = "column \"amount\" (bigint): invalid input syntax for type bigint: \"x\"";
     p.resume(bad);
     EXPECT_FALSE(p.blocked());

@@ -29,8 +29,8 @@ TEST(UserCodeLedger, RestsDoubleUpToTheMaximum) {
 TEST(UserCodeLedger, PoisonsAreForgottenOnlyOnceCommittedPast) {
     UserCodeLedger l;
     const TopicPartition p0{0, 0}, p1{0, 1};
-    l.poisoned[{1, p0, 10}] = {"aggregate_error", "d"};
-    l.poisoned[{1, p1, 10}] = {"aggregate_error", "d"};
+    l.poisoned[{1, p0, 10}] = {stoatflow::format::DeadReason::AggregateError, "d"};
+    l.poisoned[{1, p1, 10}] = {stoatflow::format::DeadReason::AggregateError, "d"};
     l.committed({{p0, 10}});  // offset 10 is the next to read: not passed yet
     EXPECT_EQ(l.poisoned.size(), 2u);
     l.committed({{p0, 11}});

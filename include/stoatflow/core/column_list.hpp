@@ -3,6 +3,7 @@
 // text: the PostgreSQL layer resolves them with PostgreSQL's own type-name parser.
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
+#include "stoatflow/core/metadata_columns.hpp"
 
 #include <cstddef>
 #include <string>
@@ -17,12 +18,7 @@ struct ColumnDecl {
     std::size_t position = 0;       // 1-based character position of the name in the list
 };
 
-// The metadata columns every source with `columns` has (README "Expressions and PostgreSQL
-// aggregates"), in this order.
-inline constexpr const char* kMetadataColumns[] = {"kafka_key",       "kafka_topic",
-                                                   "kafka_partition", "kafka_offset",
-                                                   "kafka_timestamp", "kafka_headers"};
-bool is_metadata_column(const std::string& name);
+// The metadata columns every source with `columns` has: stoatflow/core/metadata_columns.hpp.
 
 // Splits the list. Throws stoatflow::Error: 42601 for a syntax error (the message names the
 // position and the text there), 42701 for a duplicate name or one of the metadata columns'

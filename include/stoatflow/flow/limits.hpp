@@ -19,7 +19,6 @@ constexpr std::int64_t kBrokerErrorShownMs = 30000;
 // Decoded records staged between the decoder and the engines (one cache-friendly batch).
 constexpr std::size_t kStageRecords = 512;
 
-// How much of an undecodable payload dead_letters keeps.
-constexpr std::size_t kDeadLetterPayloadBytes = 1024;
+// How much of a dead letter's payload dead_letters keeps: beside its rule, record_judge.hpp.
 
 }  // namespace stoatflow::flow

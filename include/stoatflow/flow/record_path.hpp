@@ -1,6 +1,9 @@
-// A source's record path: decode → watermark → every aggregation's window engine, with the
-// offsets, staging and dead letters that go with them. Pure C++, compiled without PostgreSQL's
-// headers (Makefile), so the consume thread — which touches only this and the consumer — cannot
+// A source's record path: read → judge → watermark → every aggregation's window engine, with the
+// offsets, staging and dead letters that go with them. RecordPath is the spine; one lane per way
+// a record is read feeds it: JSON paths (json_lane.hpp), the columns' fast lane
+// (columns_lane.hpp), PostgreSQL's executor (exec_lane.hpp); the record judge
+// (record_judge.hpp) makes every dead letter. Pure C++, compiled without PostgreSQL's headers
+// (src/README.md), so the consume thread — which touches only this and the consumer — cannot
 // reach PostgreSQL. take_snapshot() hands the writing side (commit_cycle.hpp) plain values.
 #pragma once
 
@@ -13,6 +16,7 @@
 #include "stoatflow/format/raw_row.hpp"
 #include "stoatflow/format/row_extractor.hpp"
 #include "stoatflow/flow/limits.hpp"
+#include "stoatflow/flow/record_judge.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -28,13 +32,9 @@
 
 namespace stoatflow::flow {
 
-struct DeadLetter {
-    core::TopicPartition from;  // topic ordinal (RecordPathConfig::topics) and partition
-    std::int64_t offset = 0;
-    std::string reason;
-    std::string detail;
-    std::string payload;  // first bytes, made storable as text
-};
+class JsonLane;
+class ColumnsLane;
+class ExecLane;
 
 // Everything one commit makes durable, taken from the record path at one instant (plain
 // values: the path goes on consuming while a snapshot is written).
@@ -70,11 +70,11 @@ struct RowPlan {
 
 // A record the fast lane left to PostgreSQL, as the main thread converted it.
 struct SlowRecord {
-    std::string reason;              // not empty: a dead letter (bad_value, value_out_of_range) ...
-    std::string detail;              // ... with this detail
-    std::optional<std::string> key;  // nullopt: NULL
-    std::optional<core::Millis> time;  // nullopt: NULL
-    std::vector<core::Value> values;   // per column; Missing for NULL, unread and bad columns
+    DeadReason reason = DeadReason::None;  // a dead letter (bad_value, value_out_of_range) ...
+    std::string detail;                    // ... with this detail
+    std::optional<std::string> key;        // nullopt: NULL
+    std::optional<core::Millis> time;      // nullopt: NULL
+    std::vector<core::Value> values;       // per column; Missing for NULL, unread and bad columns
     // Values that converted but no aggregate can use (value_out_of_range; index: the column):
     // dead letters of the aggregations reading them only (README "Views and tables",
     // dead_letters); the record is one of the source when every aggregation reads one.
@@ -90,6 +90,10 @@ struct RecordPathConfig {
     std::vector<std::string> topics;  // the source's topics; a TopicPartition's topic indexes this
     std::optional<RowPlan> row;       // with columns; then aggregates' fields name columns
     format::DecoderConfig decoder;    // value_paths: every field an aggregate reads, once
+    // The record judge's limits (RecordJudge): stoatflow.max_key_bytes (0: unlimited) and
+    // create_source(future_limit) (core::kNoTime: none).
+    std::size_t max_key_bytes = 0;
+    core::Millis future_limit = core::kNoTime;
     core::Millis max_out_of_orderness = 0;
     core::Millis idle_timeout = 0;
     struct Aggregation {
@@ -111,8 +115,8 @@ struct ExecRecord {
     core::TopicPartition tp;
     std::int64_t offset = 0;
     core::Millis now = 0;
-    std::size_t row = 0;  // its raw row in ExecBatch::rows (when reason is empty)
-    std::string reason;   // not empty: already a dead letter (the record could not be read)
+    std::size_t row = 0;                   // its raw row in ExecBatch::rows (when reason is empty)
+    DeadReason reason = DeadReason::None;  // already a dead letter (it could not be read)
     std::string detail;
     std::string payload;  // for a dead letter's payload
 };
@@ -132,6 +136,9 @@ struct ExecFold {
 class RecordPath {
 public:
     explicit RecordPath(const RecordPathConfig& config);
+    ~RecordPath();
+    RecordPath(const RecordPath&) = delete;
+    RecordPath& operator=(const RecordPath&) = delete;
 
     // Restore from the committed state (before the first record): the watermark and commit
     // sequence, each partition's next offset, then every live window per aggregation.
@@ -154,23 +161,23 @@ public:
     // With columns: a record whose key, event time or aggregated values the fast lane left to
     // PostgreSQL blocks the path. It and every record after it wait (in order, not counted,
     // their offsets not committed) until the main thread converted it and called resume().
-    bool blocked() const { return blocked_; }
+    bool blocked() const;
     // Records wait for the main thread (blocked, or extracted in executor mode).
-    bool waiting_for_main() const { return blocked_ || !exec_.records.empty(); }
+    bool waiting_for_main() const { return blocked() || exec_waiting() != 0; }
     // The waiting record as one raw row of the row type.
-    const format::RawRows& blocked_row() const { return rows_; }
+    const format::RawRows& blocked_row() const;
     void resume(const SlowRecord& record);
 
     // Executor mode. Records extracted and waiting for the main thread:
-    std::size_t exec_waiting() const { return exec_.records.size(); }
-    bool executor() const { return executor_; }
+    std::size_t exec_waiting() const;
+    bool executor() const { return exec_ != nullptr; }
     // The main thread takes them (valid until the next take); each must then be given, in
     // order, to exactly one of exec_dead and exec_feed.
     const ExecBatch& take_exec_batch();
-    void exec_dead(const ExecRecord& r, const std::string& reason, const std::string& detail);
+    void exec_dead(const ExecRecord& r, DeadReason reason, const std::string& detail);
     // A dead letter for one aggregation only (its key is NULL, its expressions raised an
     // error): the record itself goes on (exec_feed, or exec_dead when no aggregation keeps it).
-    void exec_note(const ExecRecord& r, const std::string& reason, const std::string& detail);
+    void exec_note(const ExecRecord& r, DeadReason reason, const std::string& detail);
     // A record every aggregation noted a dead letter for: consumed, nothing else.
     void exec_skip(const ExecRecord& r);
     // A record whose event time and keys were computed: judged like any (time range, future
@@ -290,7 +297,12 @@ public:
     }
 
 private:
-    enum class Verdict { Staged, Dead, Ask };
+    // The lanes (README "Columns"): one per way a record is read. Each feeds the spine below
+    // (counting, staging, the watermark, dead letters) through these members.
+    friend class JsonLane;
+    friend class ColumnsLane;
+    friend class ExecLane;
+
     void count(core::TopicPartition tp, std::int64_t offset) {
         ++records_since_commit_;
         // Executor mode judges a batch's records in phases, not strictly in offset order: the
@@ -300,21 +312,6 @@ private:
     }
     // A record of `tp` now waits for the main thread.
     void queued(core::TopicPartition tp, std::int64_t offset) { queued_last_[tp] = offset; }
-    // Ends of partitions whose waiting records have all been handled take effect.
-
-    void process_row(core::TopicPartition tp, std::int64_t offset, const char* payload,
-                     std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
-                     core::Millis now, const format::KafkaHeader* headers,
-                     std::size_t header_count);
-    Verdict fast_record(format::Decoded& d, core::Millis now, std::string& reason,
-                        std::string& detail);
-    Verdict check_record(const format::Decoded& d, core::Millis now, std::string& reason,
-                         std::string& detail) const;
-    void stage(core::TopicPartition tp, core::Millis now);
-    void exec_extract(core::TopicPartition tp, std::int64_t offset, const char* payload,
-                      std::size_t len, const char* key, std::size_t key_len, core::Millis kafka_ts,
-                      core::Millis now, const format::KafkaHeader* headers,
-                      std::size_t header_count);
 
     struct Aggregation {
         std::string name;
@@ -325,43 +322,39 @@ private:
         bool executor = false;      // fed by exec_feed's folds
         std::int64_t filtered = 0;  // since the path was built (stats `filtered`)
     };
-    bool executor_ = false;
-    ExecBatch exec_, exec_taken_;
-    std::vector<Aggregation> aggs_;
-    format::JsonDecoder decoder_;
     struct Staged {
         format::Decoded record;
         core::Millis watermark = core::kNoTime;
         bool skipping = false;           // some aggregations skip it (judge_values) ...
         std::vector<std::uint8_t> skip;  // ... these (per aggregation)
     };
+    // The next staging slot (the staged batch runs through the engines first when full).
+    Staged& next_staged() {
+        if (staged_ == staged_records_.size()) drain();
+        return staged_records_[staged_];
+    }
+    // The slot next_staged() gave is staged: the watermark observes it.
+    void stage(core::TopicPartition tp, core::Millis now);
     bool judge_values(core::TopicPartition tp, std::int64_t offset, const char* payload,
                       std::size_t len, Staged& st);
     // The first of `bad` an aggregation's aggregates read (nullptr: none).
     static const format::BadValue* bad_of(const Aggregation& a,
                                           const std::vector<format::BadValue>& bad);
+    // With columns: the record judge on a record whose key, time and values are known.
+    DeadReason judge_record(const format::Decoded& d, core::Millis now, std::string& detail) const;
+    void dead(DeadLetter d) { dead_.push_back(std::move(d)); }
+    // What a record's metadata columns are made of.
+    format::RecordMeta meta_of(core::TopicPartition tp, std::int64_t offset, const char* key,
+                               std::size_t key_len, core::Millis kafka_ts,
+                               const format::KafkaHeader* headers, std::size_t header_count) const;
+
+    std::vector<Aggregation> aggs_;
     std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
     std::size_t staged_ = 0;
     std::vector<std::string> topics_;
-    // With columns.
-    std::optional<RowPlan> plan_;
-    std::size_t max_key_bytes_ = 0;
-    core::Millis future_limit_ = core::kNoTime;
-    std::unique_ptr<format::JsonRowExtractor> extractor_;
-    format::RawRows rows_;         // the record being read (one row)
-    std::vector<int> value_cols_;  // columns an aggregate reads
-    bool blocked_ = false;
-    struct Waiting {
-        core::TopicPartition tp;
-        std::int64_t offset = 0;
-        std::string payload;
-        bool has_key = false;
-        std::string key;
-        core::Millis kafka_ts = core::kNoTime, now = 0;
-        std::vector<std::pair<std::string, std::optional<std::string>>> headers;
-    };
-    Waiting blocked_record_;       // partition, offset, payload and clock of the blocked record
-    std::deque<Waiting> waiting_;  // records consumed after it
+    std::optional<RowPlan> plan_;  // with columns
+    std::vector<int> value_cols_;  // with columns: the columns an aggregate reads
+    RecordJudge judge_;
     core::Watermark watermark_;
     // Per partition, the last offset that waited for the main thread; and the ends of
     // partitions seen while records of theirs still waited (end_of_partition).
@@ -383,6 +376,10 @@ private:
     // emitted at the next commit, so their freshness lag is commit time minus this.
     core::Millis w_moved_at_ = 0;
     core::Millis w_at_commit_ = core::kNoTime;
+    // Exactly one lane: JSON paths (no columns), the columns' fast lane, or the executor's.
+    std::unique_ptr<JsonLane> json_;
+    std::unique_ptr<ColumnsLane> columns_;
+    std::unique_ptr<ExecLane> exec_;
 };
 
 }  // namespace stoatflow::flow

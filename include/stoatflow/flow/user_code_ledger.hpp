@@ -11,6 +11,7 @@
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/time.hpp"
 #include "stoatflow/core/topic_partition.hpp"
+#include "stoatflow/format/dead_reason.hpp"
 
 namespace stoatflow::flow {
 
@@ -24,7 +25,8 @@ constexpr std::int64_t kUserCodeRestMaxMs = 300000;
 // the worker across rebuilds of its pipeline (a rebuild starts over from the committed state).
 struct UserCodeLedger {
     struct Poison {
-        std::string reason, detail;
+        format::DeadReason reason = format::DeadReason::None;
+        std::string detail;
     };
     // A record whose fold raised an error or timed out in one aggregation (aggregation id,
     // partition, offset): on the replay after the rebuild it is that aggregation's dead letter.

@@ -5,6 +5,7 @@
 
 #include "stoatflow/core/aggregate.hpp"
 #include "stoatflow/core/time.hpp"
+#include "stoatflow/format/dead_reason.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -18,34 +19,12 @@ struct DecoderConfig {
     std::string key_path;   // JSON field path of the grouping key; empty: the Kafka message key
     std::string time_path;  // JSON field path of the event time; empty: the Kafka timestamp
     std::vector<std::string> value_paths;  // one per aggregate, in order; empty for count(*)
-    // Longest grouping key accepted, in bytes (0: unlimited); longer keys are dead letters
-    // (key_too_long): the sink could never store them.
-    std::size_t max_key_bytes = 0;
-    // How far an event time may lie ahead of the wall clock given to decode(), in ms
-    // (core::kNoTime: no limit); further is a dead letter (time_in_future), so one producer
-    // with a broken clock cannot move the watermark and close every window.
-    core::Millis future_limit = core::kNoTime;
 };
 
-// Why a record cannot be aggregated; to_string() gives the dead-letter reason.
-enum class DecodeError {
-    None,
-    InvalidJson,
-    NotAnObject,
-    MissingKey,
-    BadKey,
-    MissingTime,
-    BadTime,
-    TimeOutOfRange,
-    NonNumericValue,
-    InvalidText,
-    KeyTooLong,
-    TimeInFuture,
-    ValueOutOfRange,
-};
-
-// "invalid_json", "not_an_object", ... ("" for None).
-const char* to_string(DecodeError e);
+// Why a record cannot be read (the formats' part of the one reason list); to_string() gives
+// the dead-letter reason. The key's length and the future limit are the record judge's
+// (stoatflow/flow/record_judge.hpp), applied once the record was read.
+using DecodeError = DeadReason;
 
 // A value an aggregate cannot use (non_numeric_value, value_out_of_range): the record itself is
 // still good; it is a dead letter of the aggregations reading it (README "Views and tables",
@@ -76,12 +55,13 @@ public:
     JsonDecoder& operator=(const JsonDecoder&) = delete;
 
     // payload: the message value; key: the Kafka message key (nullptr if it has none);
-    // kafka_ts: the Kafka timestamp in ms, or core::kNoTime; now: the wall clock in ms since
-    // the epoch (core::kNoTime: skip the future_limit check). On an error `out` is unspecified.
+    // kafka_ts: the Kafka timestamp in ms, or core::kNoTime. On an error `out` is unspecified,
+    // except that after the key was read (the errors of the event time, and InvalidText of the
+    // key) out.key holds the key's text: the record judge's key rule goes first.
     // A value that cannot be aggregated does not fail the record: it is listed in `out.bad`.
     // Any bytes are safe input; the only exception is std::bad_alloc.
     DecodeError decode(const char* payload, std::size_t len, const char* key, std::size_t key_len,
-                       core::Millis kafka_ts, core::Millis now, Decoded& out);
+                       core::Millis kafka_ts, Decoded& out);
 
     // Human-readable detail of the last error ("" after success). Quotes at most 64 bytes of
     // the message, with control characters and invalid UTF-8 escaped as \xNN.

@@ -66,4 +66,9 @@ inline void append_json_string(std::string& out, std::string_view s) {
     out += '"';
 }
 
+// Appends an excerpt of at most kExcerptBytes bytes of s (in quotes unless a number token):
+// valid UTF-8 is kept, quotes and backslashes are escaped, control characters and invalid
+// bytes become \xNN, so a dead letter's detail is always storable text (json_text.cpp).
+void append_excerpt(std::string& out, std::string_view s, bool quoted = true);
+
 }  // namespace stoatflow::format

@@ -19,8 +19,7 @@ inline constexpr std::pair<const char*, const char*> kOwnerTextSettings[] = {
 // After a cancel the worker waits this long before it starts over (a drop it made way for commits).
 constexpr long kCancelRestartMs = 200;
 
-// Names PostgreSQL would truncate (NAMEDATALEN - 1 bytes) are refused, never truncated.
-constexpr std::size_t kMaxNameBytes = 63;
+// Names PostgreSQL would truncate: core::kMaxNameBytes (stoatflow/core/names.hpp).
 
 // Folding PostgreSQL aggregate states, the worker gives free heap pages back to the kernel (at
 // most this often) when its private memory exceeds the accounted state by a quarter plus this.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "stoatflow/pg/border/rows.hpp"
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/pg/border/text.hpp"
 
 extern "C" {
@@ -15,12 +16,8 @@ extern "C" {
 
 namespace stoatflow::pg {
 
-namespace {
-constexpr core::Millis kPgEpochMs = 946684800000LL;  // 2000-01-01 in Unix milliseconds
-}  // namespace
-
 Datum millis_to_timestamptz(core::Millis ms) {
-    return TimestampTzGetDatum((ms - kPgEpochMs) * 1000);
+    return TimestampTzGetDatum(core::ms_to_pg_timestamp(ms));
 }
 
 Datum text_datum(const std::string& s) {

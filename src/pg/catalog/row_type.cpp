@@ -2,6 +2,7 @@
 // converted into Datums by the rules of README "Semantics" through the column types' own input
 // functions.
 #include "stoatflow/core/aggregate.hpp"
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/format/fast_convert.hpp"
@@ -53,10 +54,6 @@ format::FastType fast_type_of(Oid typid, int32 typmod) {
     }
 }
 
-// The metadata columns' types, in core::kMetadataColumns' order.
-constexpr const char* kMetadataTypes[] = {
-    "text", "text", "integer", "bigint", "timestamp with time zone", "jsonb"};
-
 bool is_json_type(Oid base) { return base == JSONBOID || base == JSONOID; }
 
 // Epoch milliseconds (a JSON number's text, fractions rounded to the microsecond) as
@@ -68,11 +65,11 @@ Datum epoch_ms_to_timestamptz(const char* text) {
     Datum us = DirectFunctionCall2(numeric_mul, n, thousand);
     us = DirectFunctionCall2(numeric_round, us, Int32GetDatum(0));
     const int64 micros = DatumGetInt64(DirectFunctionCall1(numeric_int8, us));
-    constexpr int64 shift = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
-    if (micros < PG_INT64_MIN + shift || !IS_VALID_TIMESTAMP(micros - shift))
+    if (micros < PG_INT64_MIN + core::kPgEpochMicros ||
+        !IS_VALID_TIMESTAMP(core::unix_micros_to_pg_timestamp(micros)))
         ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
                         errmsg("epoch milliseconds %s are out of the range of timestamptz", text)));
-    return TimestampTzGetDatum(micros - shift);
+    return TimestampTzGetDatum(core::unix_micros_to_pg_timestamp(micros));
 }
 
 }  // namespace
@@ -122,8 +119,7 @@ RowType::RowType(const std::vector<core::ColumnDecl>& columns, MemoryContext mcx
     };
     for (const auto& d : columns) add(d.name, d.type, d.path);
     declared_ = columns_.size();
-    for (std::size_t i = 0; i < std::size(core::kMetadataColumns); ++i)
-        add(core::kMetadataColumns[i], kMetadataTypes[i], {});
+    for (const auto& m : core::kMetadataColumns) add(m.name, m.sql_type, {});
 }
 
 int RowType::index_of(const std::string& name) const {
@@ -271,10 +267,7 @@ Datum fast_value_datum(const RowColumn& col, const format::FastValue& v) {
         const int len = static_cast<int>(v.text.size());
         return pg_call([&] { return PointerGetDatum(cstring_to_text_with_len(p, len)); });
     }
-    case Kind::Micros: {
-        constexpr int64 shift = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
-        return TimestampTzGetDatum(v.i - shift);
-    }
+    case Kind::Micros: return TimestampTzGetDatum(core::unix_micros_to_pg_timestamp(v.i));
     case Kind::Ask:
     case Kind::Null: break;
     }

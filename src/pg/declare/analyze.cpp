@@ -4,6 +4,7 @@
 // aggregates"). The PostgreSQL work runs in plain C style inside pg_call; the C++ side names,
 // checks and reports.
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/names.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
 #include <optional>
@@ -29,10 +30,7 @@ void check_names(const std::vector<AnalyzedExpr>& group_by,
                                                    "final"};
     std::set<std::string> seen;
     auto check = [&](const std::string& name, bool aggregate) {
-        if (name.size() > 63)
-            throw Error(sqlstate::kNameTooLong,
-                        "column name \"" + name + "\" is longer than 63 bytes",
-                        "Give it a shorter name with AS.");
+        core::check_name_length("column name", name, "Give it a shorter name with AS.");
         if (reserved.count(name) || (aggregate && name == "key"))
             throw Error(sqlstate::kDuplicateColumn, "column name \"" + name + "\" is reserved",
                         "The sink already has columns key, window_start, window_end, event_time "

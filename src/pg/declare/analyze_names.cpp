@@ -3,9 +3,12 @@
 #include <cctype>
 #include <cstring>
 
+#include "stoatflow/core/names.hpp"
 #include "stoatflow/pg/declare/analyze_internal.hpp"
 
 namespace stoatflow::pg::analyze_detail {
+
+static_assert(core::kMaxNameBytes == NAMEDATALEN - 1, "the name limit is PostgreSQL's");
 
 namespace {
 
@@ -68,11 +71,11 @@ int long_identifier(const char* s) {
                     break;
             }
             ++i;
-            if (len >= NAMEDATALEN) return start;
+            if (!core::name_fits(static_cast<std::size_t>(len))) return start;
         } else if (ident_start(c)) {
             const int start = i;
             while (i < n && ident_char(at(i))) ++i;
-            if (i - start >= NAMEDATALEN) return start;
+            if (!core::name_fits(static_cast<std::size_t>(i - start))) return start;
         } else if (isdigit(c)) {
             while (i < n && (isalnum(at(i)) || s[i] == '.')) ++i;
         } else {

@@ -3,6 +3,8 @@
 // text parsed as a SELECT list over that row alone, analyzed, and its aggregates judged.
 #include <cctype>
 
+#include "stoatflow/core/metadata_columns.hpp"
+#include "stoatflow/core/names.hpp"
 #include "stoatflow/pg/declare/analyze_internal.hpp"
 
 extern "C" {
@@ -294,7 +296,9 @@ const RowDesc* row_from_json(const char* json) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("columns must be a JSON array of {\"name\", \"type\"} objects")));
     const int n = static_cast<int>(JsonContainerSize(&jb->root));
-    const int nmeta = static_cast<int>(sizeof kMetadataColumns / sizeof kMetadataColumns[0]);
+    const int nmeta = static_cast<int>(core::kMetadataColumnCount);
+    static const std::string meta_hint =
+        "The metadata columns " + core::metadata_column_names() + " are part of every row.";
     auto* row = static_cast<RowDesc*>(palloc0(sizeof(RowDesc)));
     row->cols = static_cast<RowColumn*>(palloc0(sizeof(RowColumn) * (n + nmeta)));
     for (int i = 0; i < n + nmeta; ++i) {
@@ -311,16 +315,14 @@ const RowDesc* row_from_json(const char* json) {
                 ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                                 errmsg("columns[%d] needs a \"name\" and a \"type\" string", i)));
         } else {
-            name = kMetadataColumns[i - n].name;
-            type = kMetadataColumns[i - n].type;
+            name = core::kMetadataColumns[i - n].name;
+            type = core::kMetadataColumns[i - n].sql_type;
         }
         for (int j = 0; j < i; ++j)
             if (strcmp(row->cols[j].name, name) == 0)
                 ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
                                 errmsg("column \"%s\" is defined twice", name),
-                                errhint("The metadata columns kafka_key, kafka_topic, "
-                                        "kafka_partition, kafka_offset, kafka_timestamp and "
-                                        "kafka_headers are part of every row.")));
+                                errhint("%s", meta_hint.c_str())));
         RowColumn& c = row->cols[i];
         c.name = name;
         parseTypeString(type, &c.type, &c.typmod, false);
@@ -332,9 +334,9 @@ const RowDesc* row_from_json(const char* json) {
 void analyze_text(TextAnalysis* a) {
     // A name PostgreSQL would truncate is refused, never truncated (README "Limits").
     const int too_long = long_identifier(a->text);
+    static const std::string long_name = core::name_too_long_message("a name");
     if (too_long >= 0)
-        ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG),
-                        errmsg("a name is longer than %d bytes", NAMEDATALEN - 1),
+        ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG), errmsg("%s", long_name.c_str()),
                         errhint("PostgreSQL would truncate it; use a shorter name."),
                         errposition(char_pos(a->text, too_long))));
     List* raw = raw_parser(a->text, RAW_PARSE_PLPGSQL_EXPR);

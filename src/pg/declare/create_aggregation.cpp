@@ -5,6 +5,8 @@
 // that called it, GetOuterUserId).
 #include "stoatflow/core/aggregate.hpp"
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/metadata_columns.hpp"
+#include "stoatflow/core/names.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
 #include <algorithm>
@@ -154,7 +156,7 @@ std::string row_expr(const std::string& columns_json, const std::optional<std::s
     spi_exec("SELECT $2 IN (SELECT c->>'name' FROM pg_catalog.jsonb_array_elements($1::jsonb) c)",
              {arg_text(columns_json), arg_text(*text)});
     bool column = spi_bool(0, 1).value_or(false);
-    for (const MetadataColumn& m : kMetadataColumns) column = column || *text == m.name;
+    column = column || core::is_metadata_column(*text);
     return column ? quote_ident(*text) : *text;
 }
 
@@ -213,7 +215,7 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
     check_name("aggregation", r.aggregation_name);
     const std::string& name = *r.aggregation_name;
     // PostgreSQL would truncate longer names, and two sinks could become one (README "Limits").
-    if (sink.schema.size() > kMaxNameBytes || sink.table.size() > kMaxNameBytes)
+    if (!core::name_fits(sink.schema.size()) || !core::name_fits(sink.table.size()))
         throw Error(sqlstate::kNameTooLong, "sink name \"" + sink.display() + "\" is too long",
                     "Schema and table names may have at most 63 bytes; PostgreSQL would truncate "
                     "them.");

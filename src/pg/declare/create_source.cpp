@@ -2,6 +2,7 @@
 // catalog row and the source's view. The SQL function is a shell over this (SECURITY DEFINER
 // with a pinned search_path; "the caller" is the role that called it, GetOuterUserId).
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/metadata_columns.hpp"
 #include "stoatflow/kafka/topics.hpp"
 
 #include <optional>
@@ -46,16 +47,9 @@ OptText check_row_column(const std::string& columns_json, const char* what, cons
              {arg_text(columns_json), arg_text(*name)});
     if (SPI_processed > 0) type = spi_text(0, 1);
     if (!type) {
-        // The metadata columns, as format_type spells their types.
-        static const std::pair<const char*, const char*> metadata[] = {
-            {"kafka_key", "text"},
-            {"kafka_topic", "text"},
-            {"kafka_partition", "integer"},
-            {"kafka_offset", "bigint"},
-            {"kafka_timestamp", "timestamp with time zone"},
-            {"kafka_headers", "jsonb"}};
-        for (const auto& [column, column_type] : metadata)
-            if (*name == column) type = column_type;
+        // The metadata columns (their types as format_type spells them).
+        for (const core::MetadataColumn& m : core::kMetadataColumns)
+            if (*name == m.name) type = m.sql_type;
     }
     if (!type) {
         DeclarationTexts t;

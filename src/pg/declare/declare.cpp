@@ -3,6 +3,7 @@
 // options and the caller's identity are in declare_source.cpp.
 #include "stoatflow/core/aggregate.hpp"
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/names.hpp"
 #include "stoatflow/core/segment_layout.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
@@ -51,7 +52,7 @@ declare::WindowCheck declare::check_window(const std::string& kind, core::Millis
 
 // Source and aggregation names: identifiers a user can type unquoted.
 void declare::check_name(const std::string& what, const OptText& name) {
-    bool ok = name && !name->empty() && name->size() <= kMaxNameBytes;
+    bool ok = name && !name->empty() && core::name_fits(name->size());
     for (std::size_t i = 0; ok && i < name->size(); ++i) {
         const char c = (*name)[i];
         ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
@@ -128,10 +129,8 @@ namespace {
 // "Security").
 void refuse_long_identifiers(const std::string& text) {
     const auto too_long = [](const std::string& name) {
-        throw Error(sqlstate::kNameTooLong,
-                    "identifier \"" + name + "\" is longer than " + std::to_string(kMaxNameBytes) +
-                        " bytes",
-                    "PostgreSQL would truncate it; use a shorter name.");
+        core::check_name_length("identifier", name,
+                                "PostgreSQL would truncate it; use a shorter name.");
     };
     std::size_t i = 0;
     const std::size_t n = text.size();
@@ -159,14 +158,14 @@ void refuse_long_identifiers(const std::string& text) {
                 }
             }
             ++i;
-            if (name.size() > kMaxNameBytes) too_long(name);
+            if (!core::name_fits(name.size())) too_long(name);
         } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_' ||
                    static_cast<unsigned char>(c) >= 0x80) {
             const std::size_t start = i;
             while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
                              text[i] == '$' || static_cast<unsigned char>(text[i]) >= 0x80))
                 ++i;
-            if (i - start > kMaxNameBytes) too_long(text.substr(start, i - start));
+            if (!core::name_fits(i - start)) too_long(text.substr(start, i - start));
         } else {
             ++i;
         }
@@ -222,11 +221,8 @@ std::vector<core::AggSpec> stoatflow::pg::parse_aggregates(const std::string& li
     // A column name PostgreSQL would truncate could collide with another: refused (README
     // "Security").
     for (const auto& spec : normalized)
-        if (spec.column.size() > kMaxNameBytes)
-            throw Error(sqlstate::kNameTooLong,
-                        "column name \"" + spec.column + "\" is longer than " +
-                            std::to_string(kMaxNameBytes) + " bytes",
-                        "Name the aggregate with a shorter AS name.");
+        core::check_name_length("column name", spec.column,
+                                "Name the aggregate with a shorter AS name.");
     return normalized;
 }
 

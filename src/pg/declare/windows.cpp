@@ -1,6 +1,7 @@
 // stoatflow.tumbling(), hopping(), sliding(), session(): window definitions, validated by the
 // core when built (WindowSpec::validate) and returned as a stoatflow.window row.
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
 #include <cctype>
@@ -34,10 +35,7 @@ core::Millis declare::interval_ms(Datum value, const std::string& what) {
         throw Error(sqlstate::kInvalidParameterValue,
                     what + " must not use months or years: " + interval_text(value),
                     "Months and years have no fixed length; use days, e.g. '30 days'.");
-    const __int128 us = static_cast<__int128>(iv->day) * 86400000000LL + iv->time;
-    __int128 ms = us / 1000;
-    if (us % 1000 < 0) --ms;  // floor, as extract(epoch) * 1000 did
-    return static_cast<core::Millis>(ms);
+    return core::interval_to_ms(iv->day, iv->time);
 }
 
 namespace {

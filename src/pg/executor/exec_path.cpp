@@ -2,6 +2,7 @@
 // engine drives them: as the aggregation's owner (README "Security": user code never runs as the
 // worker's superuser).
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/metadata_columns.hpp"
 
 #include <string>
 
@@ -90,7 +91,7 @@ bool source_names_column(const SourceDef& source, const std::string& name) {
     if (name.empty()) return true;
     for (const auto& c : source.columns)
         if (c.name == name) return true;
-    for (const auto& m : kMetadataColumns)
+    for (const auto& m : core::kMetadataColumns)
         if (name == m.name) return true;
     return false;
 }

@@ -89,6 +89,7 @@ struct ExecState {
     ExprContext* fcontext = nullptr;  // finalization
     std::vector<ExecColumn> key_cols, item_cols;
     std::vector<std::string> key_labels;  // for NullKey's detail
+    std::size_t null_column = 0;          // NullKey's column
     std::vector<ExprState*> key_states;
     std::vector<KeyCodec*> codecs;
     std::vector<const char*> key_texts;
@@ -306,7 +307,8 @@ AggregationExecutor::Outcome AggregationExecutor::evaluate(const Datum* values, 
     const UserCall call;
     const int r = pg_call([&] { return eval_record(m, values, nulls); });
     if (r >= 0) {
-        detail = m->key_labels[static_cast<std::size_t>(r)];
+        m->null_column = static_cast<std::size_t>(r);
+        detail = m->key_labels[m->null_column];
         return Outcome::NullKey;
     }
     if (r == -2) return Outcome::Filtered;
@@ -316,6 +318,8 @@ AggregationExecutor::Outcome AggregationExecutor::evaluate(const Datum* values, 
     inputs.skip = m->skip.get();
     return Outcome::Fold;
 }
+
+std::size_t AggregationExecutor::null_column() const { return impl_->null_column; }
 
 core::ExternalAggregates& AggregationExecutor::aggregates() { return *impl_->aggs; }
 

@@ -3,6 +3,7 @@
 // offsets reach them.
 // Honours the timeout (returns false) and query cancel.
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/kafka/consumer.hpp"
 
 #include <chrono>
@@ -49,10 +50,9 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
         const Interval* iv = PG_GETARG_INTERVAL_P(1);
         if (iv->month != 0)
             throw Error(sqlstate::kInvalidParameterValue, "timeout must not use months or years");
-        const double ms =
-            (static_cast<double>(iv->day) * 86400000.0) + static_cast<double>(iv->time) / 1000.0;
+        const core::Millis ms = core::interval_to_ms(iv->day, iv->time);
         if (ms < 0) throw Error(sqlstate::kInvalidParameterValue, "timeout must not be negative");
-        timeout_ms = static_cast<long>(std::min(ms, 86400000.0 * 365));
+        timeout_ms = static_cast<long>(std::min<core::Millis>(ms, 86400000LL * 365));
     }
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
 

@@ -5,6 +5,7 @@
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/external_aggregate.hpp"
 #include "stoatflow/core/window_spec.hpp"
+#include "stoatflow/format/dead_reason.hpp"
 #include "stoatflow/format/json_text.hpp"
 #include "stoatflow/format/raw_row.hpp"
 #include "stoatflow/format/row_extractor.hpp"
@@ -32,6 +33,13 @@ using namespace stoatflow;
 using namespace stoatflow::pg;
 
 namespace {
+
+// The start of a dead letter's JSON, up to its detail.
+std::string dead_json(format::DeadReason reason) {
+    std::string d = "{\"dead_letter\": ";
+    format::append_json_string(d, format::to_string(reason));
+    return d + ", \"detail\": ";
+}
 
 std::optional<std::string> opt_arg(FunctionCallInfo fcinfo, int i) {
     if (PG_ARGISNULL(i)) return std::nullopt;
@@ -172,7 +180,7 @@ STOATFLOW_FUNCTION(stoatflow__test_executor) {
     for (std::size_t r = 0; r < offset_of.size(); ++r) {
         std::string d;
         if (!bad[r].empty()) {
-            d = "{\"dead_letter\": \"bad_value\", \"detail\": ";
+            d = dead_json(format::DeadReason::BadValue);
             format::append_json_string(d, bad[r]);
         } else {
             load(r);
@@ -181,12 +189,12 @@ STOATFLOW_FUNCTION(stoatflow__test_executor) {
                 case AggregationExecutor::Outcome::Fold: by_key[key].push_back(r); break;
                 case AggregationExecutor::Outcome::Filtered: ++filtered; break;
                 case AggregationExecutor::Outcome::NullKey:
-                    d = "{\"dead_letter\": \"missing_key\", \"detail\": ";
+                    d = dead_json(format::DeadReason::MissingKey);
                     format::append_json_string(d, detail);
                     break;
                 }
             } catch (const PgError& e) {
-                d = "{\"dead_letter\": \"expression_error\", \"detail\": ";
+                d = dead_json(format::DeadReason::ExpressionError);
                 format::append_json_string(d, e.what());
             }
         }

@@ -69,17 +69,7 @@ struct Analysis {
     std::vector<AnalyzedExpr> aggregates;
 };
 
-// The Kafka metadata columns every row has after its own (README "Semantics"), in this order.
-struct MetadataColumn {
-    const char* name;
-    const char* type;
-};
-inline constexpr MetadataColumn kMetadataColumns[] = {{"kafka_key", "text"},
-                                                      {"kafka_topic", "text"},
-                                                      {"kafka_partition", "integer"},
-                                                      {"kafka_offset", "bigint"},
-                                                      {"kafka_timestamp", "timestamptz"},
-                                                      {"kafka_headers", "jsonb"}};
+// The Kafka metadata columns every row has after its own: core/metadata_columns.hpp.
 
 // Throws PgError / Error with the position in the offending text (internal query and
 // position, as PostgreSQL reports an error in a function body), its message prefixed by the

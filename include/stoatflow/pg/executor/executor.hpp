@@ -60,6 +60,8 @@ public:
     // call). A PostgreSQL error raises PgError (the caller makes the record a dead letter).
     Outcome evaluate(const Datum* values, const bool* nulls, std::string& key, CallInputs& inputs,
                      std::string& detail);
+    // After NullKey: the key column that was NULL (its index in key_columns()).
+    std::size_t null_column() const;
 
     // The aggregate support function that ran last (the one that failed, after an error), for
     // messages; empty if none ran.

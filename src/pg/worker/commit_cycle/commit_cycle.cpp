@@ -29,8 +29,8 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
     flow::RecordPathConfig cfg;
     cfg.executor = exec != nullptr && exec->any();
     cfg.topics = src.topics;
-    cfg.decoder.max_key_bytes = src.max_key_bytes;
-    cfg.decoder.future_limit = src.future_limit;
+    cfg.max_key_bytes = src.max_key_bytes;
+    cfg.future_limit = src.future_limit;
     if (row_type != nullptr) {
         flow::RowPlan plan;
         for (std::size_t i = 0; i < row_type->width(); ++i) {

@@ -20,6 +20,7 @@
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/worker/worker_loop.hpp"
 
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/format/fast_convert.hpp"
 #include "stoatflow/pg/limits.hpp"
 
@@ -87,7 +88,7 @@ bool parse_time_text(const std::string& text, Oid type, core::Millis& out) {
     if (type == TIMESTAMPTZOID) {
         std::int64_t micros = 0;
         if (!format::parse_iso_timestamptz(text, micros)) return false;
-        out = core::floor_div(micros, 1000);
+        out = core::unix_micros_to_ms(micros);
         return true;
     }
     const char* end = text.data() + text.size();
@@ -108,7 +109,7 @@ bool parse_time_text(const std::string& text, Oid type, core::Millis& out) {
 struct Verdict {
     enum Kind { Fold, Filtered, Dead } kind = Dead;
     std::string key;
-    std::string reason;  // Dead: a dead letter of this aggregation (the record goes on)
+    flow::DeadReason reason = flow::DeadReason::None;  // Dead: its dead letter (the record goes on)
     std::string detail;
 };
 
@@ -174,45 +175,48 @@ void CommitCycle::run_executor() {
             const auto one = [&](std::size_t k) {
                 const flow::ExecRecord& r = batch.records[k];
                 Admitted& a = recs[k];
-                if (!r.reason.empty()) return path_.exec_dead(r, r.reason, r.detail);
-                if (!bad[r.row].empty()) return path_.exec_dead(r, "bad_value", bad[r.row]);
+                if (r.reason != flow::DeadReason::None)
+                    return path_.exec_dead(r, r.reason, r.detail);
+                if (!bad[r.row].empty())
+                    return path_.exec_dead(r, flow::DeadReason::BadValue, bad[r.row]);
                 const Datum* v = values.data() + r.row * width;
                 flow::SlowRecord& sr = a.rec;
                 decode_row(v, row_nulls(r.row), exec_->has_fast, sr);
-                if (!sr.reason.empty()) return path_.exec_dead(r, sr.reason, sr.detail);
+                if (sr.reason != flow::DeadReason::None)
+                    return path_.exec_dead(r, sr.reason, sr.detail);
                 if (exec_->source) {  // the event time or the key is an expression
                     std::string detail;
                     const AggregationExecutor::Outcome o =
                         exec_->source->evaluate(v, isnull.get(), source_key, source_inputs, detail);
                     if (o == AggregationExecutor::Outcome::NullKey) {
-                        const bool time = detail.find("\"source_time\"") != std::string::npos;
-                        return path_.exec_dead(r, time ? "missing_time" : "missing_key",
-                                               time ? "event_time is null" : "key is null");
+                        // Its key columns: the event time first (when an expression), the key.
+                        const bool time = exec_->time_expr && exec_->source->null_column() == 0;
+                        return path_.exec_dead(
+                            r, time ? flow::DeadReason::MissingTime : flow::DeadReason::MissingKey,
+                            flow::RecordJudge::expression_is_null(time));
                     }
                     const std::vector<std::string> texts = exec_->source->key_texts(source_key);
                     std::size_t at = 0;
                     if (exec_->time_expr) {
                         core::Millis t = 0;
                         if (format::is_infinity_text(texts.at(at)))  // README "Columns", Conversion
-                            return path_.exec_dead(r, "bad_value",
-                                                   "event_time is " + texts.at(0) +
-                                                       ": an event time must be finite");
+                            return path_.exec_dead(
+                                r, flow::DeadReason::BadValue,
+                                flow::RecordJudge::not_finite("event_time is " + texts.at(0)));
                         if (!parse_time_text(texts.at(at++), exec_->time_type, t))
                             return path_.exec_dead(
-                                r, "time_out_of_range",
-                                "event_time is " + texts.at(0) +
-                                    ", outside the event time range 0001-01-01 .. 9999-12-31 "
-                                    "(UTC)");
+                                r, flow::DeadReason::TimeOutOfRange,
+                                core::outside_event_time_range("event_time = " + texts.at(0)));
                         sr.time = t;
                     }
                     if (exec_->key_expr) sr.key = texts.at(at);
                 }
                 if (!sr.time)
-                    return path_.exec_dead(r, "missing_time",
-                                           "column \"" + time_column_ + "\" is null");
+                    return path_.exec_dead(r, flow::DeadReason::MissingTime,
+                                           flow::RecordJudge::column_is_null(time_column_));
                 if (exec_->has_fast && !sr.key)
-                    return path_.exec_dead(r, "missing_key",
-                                           "column \"" + key_column_ + "\" is null");
+                    return path_.exec_dead(r, flow::DeadReason::MissingKey,
+                                           flow::RecordJudge::column_is_null(key_column_));
                 a.live = true;
             };
             // One subtransaction per run of records: an error in the source's expressions makes
@@ -227,8 +231,8 @@ void CommitCycle::run_executor() {
                 if (failure.empty()) break;
                 recs[i].live = false;
                 path_.exec_dead(batch.records[i],
-                                why == Interrupt::Timeout ? "user_code_timeout"
-                                                          : "expression_error",
+                                why == Interrupt::Timeout ? flow::DeadReason::UserCodeTimeout
+                                                          : flow::DeadReason::ExpressionError,
                                 "the source's event_time or key: " + failure);
                 ++i;
             }
@@ -246,7 +250,7 @@ void CommitCycle::run_executor() {
                 for (std::size_t k = 0; k < n; ++k)
                     vs[k] = {Verdict::Dead,
                              {},
-                             "user_code_timeout",
+                             flow::DeadReason::UserCodeTimeout,
                              "aggregation \"" + def.name + "\" rests after its code timed out (" +
                                  st->error + "); records are not run through it until it resumes"};
                 continue;
@@ -274,8 +278,8 @@ void CommitCycle::run_executor() {
                                                  v.key, inputs, detail);
                                 if (o == AggregationExecutor::Outcome::NullKey) {
                                     v.kind = Verdict::Dead;
-                                    v.reason = "missing_key";
-                                    v.detail = "aggregation \"" + def.name + "\": " + detail;
+                                    v.reason = flow::DeadReason::MissingKey;
+                                    v.detail = flow::RecordJudge::of_aggregation(def.name, detail);
                                 } else {
                                     v.kind = o == AggregationExecutor::Outcome::Fold
                                                  ? Verdict::Fold
@@ -288,7 +292,8 @@ void CommitCycle::run_executor() {
                     const std::string message = "aggregation \"" + def.name + "\": " + failure;
                     vs[i] = {Verdict::Dead,
                              {},
-                             why == Interrupt::Timeout ? "user_code_timeout" : "expression_error",
+                             why == Interrupt::Timeout ? flow::DeadReason::UserCodeTimeout
+                                                       : flow::DeadReason::ExpressionError,
                              message};
                     ++i;
                     if (why == Interrupt::Timeout) {  // it rests: the rest of the batch too
@@ -296,7 +301,7 @@ void CommitCycle::run_executor() {
                         for (; i < n; ++i)
                             vs[i] = {Verdict::Dead,
                                      {},
-                                     "user_code_timeout",
+                                     flow::DeadReason::UserCodeTimeout,
                                      "aggregation \"" + def.name +
                                          "\" rests after its code timed out (" + message + ")"};
                     }
@@ -388,7 +393,9 @@ void CommitCycle::run_executor() {
                     "aggregation \"" + def.name + "\"" + (fn.empty() ? "" : ", " + fn) + ": " +
                     (why == Interrupt::Timeout ? user_code_timeout_message() : e.what());
                 ledger_->poisoned[{def.id, r.tp, r.offset}] = {
-                    why == Interrupt::Timeout ? "user_code_timeout" : "aggregate_error", message};
+                    why == Interrupt::Timeout ? flow::DeadReason::UserCodeTimeout
+                                              : flow::DeadReason::AggregateError,
+                    message};
                 ledger_->last_error[def.id] = message;
                 if (why == Interrupt::Timeout) ledger_->timed_out(def.id, now, message);
                 throw AggregationRebuild(message);

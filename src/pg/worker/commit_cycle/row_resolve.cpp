@@ -1,6 +1,7 @@
 // A source with columns in the worker: its row type, and the records the fast lane leaves to
 // PostgreSQL, converted on the main thread as the source's owner and handed back to the path.
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/event_time.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -114,15 +115,14 @@ void CommitCycle::decode_row(const Datum* values, const bool* nulls, bool want_k
         const RowColumn& c = rt.column(t);
         const Datum v = values[t];
         if (c.base == TIMESTAMPTZOID) {
-            constexpr int64 shift = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
             const TimestampTz ts = DatumGetTimestampTz(v);
             if (TIMESTAMP_NOT_FINITE(ts)) {  // README "Columns", Conversion
-                rec.reason = "bad_value";
-                rec.detail = "column \"" + c.name + "\" is " + output_text(c, v) +
-                             ": an event time must be finite";
+                rec.reason = flow::DeadReason::BadValue;
+                rec.detail = flow::RecordJudge::not_finite("column \"" + c.name + "\" is " +
+                                                           output_text(c, v));
                 return;
             }
-            rec.time = core::floor_div(static_cast<core::Millis>(ts) + shift, 1000);
+            rec.time = core::pg_timestamp_to_ms(ts);
         } else {
             rec.time = c.base == INT4OID ? DatumGetInt32(v) : DatumGetInt64(v);
         }
@@ -150,7 +150,7 @@ void CommitCycle::resolve_blocked() {
             std::vector<std::string> bad;
             rt.convert(path_.blocked_row(), values, nulls, bad);
             if (!bad[0].empty()) {
-                rec.reason = "bad_value";
+                rec.reason = flow::DeadReason::BadValue;
                 rec.detail = bad[0];
                 return;
             }
@@ -161,7 +161,7 @@ void CommitCycle::resolve_blocked() {
     });
     if (!failure.empty()) {
         rec = flow::SlowRecord{};
-        rec.reason = "bad_value";
+        rec.reason = flow::DeadReason::BadValue;
         rec.detail = failure;
     }
     path_.resume(rec);
