@@ -21,8 +21,8 @@ simdjson_flags=$(pkg-config --cflags --libs simdjson 2>/dev/null ||
 "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -DSIMDJSON_DEVELOPMENT_CHECKS=1 -I"$root/include" \
     "$here/json_decoder_fuzz.cpp" "$root/src/format/json_decoder.cpp" \
-    "$root/src/format/json_text.cpp" "$root/src/format/dead_reason.cpp" \
-    "$root/src/flow/record_judge.cpp" "$root/src/core/aggregate.cpp" \
+    "$root/src/format/iso8601.cpp" "$root/src/format/json_text.cpp" "$root/src/format/dead_reason.cpp" \
+    "$root/src/flow/record_judge.cpp" "$root"/src/core/aggregate/*.cpp \
     $simdjson_flags -o "$out/json_decoder_fuzz"
 
 # New inputs go to the scratch corpus; the seeds in the repository stay as they are.

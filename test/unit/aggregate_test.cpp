@@ -74,7 +74,7 @@ TEST(Aggregates, DeclarationErrors) {
     EXPECT_EQ(error_of({{AggFn::Sum, "a.", ""}}),
               "invalid field path \"a.\": it has an empty member name");
     EXPECT_EQ(error_of({{AggFn::CountStar, "", std::string(64, 'x')}}),
-              "column name \"" + std::string(64, 'x') + "\" is longer than 63 characters");
+              "column name \"" + std::string(64, 'x') + "\" is longer than 63 bytes");
     try {
         agg_fn_from_name("median");
         FAIL();

@@ -6,6 +6,7 @@
 #include "stoatflow/core/aggregate.hpp"
 #include "stoatflow/core/time.hpp"
 #include "stoatflow/format/dead_reason.hpp"
+#include "stoatflow/format/iso8601.hpp"  // parse_iso8601, for the decoder's callers
 
 #include <cstddef>
 #include <memory>
@@ -71,11 +72,5 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
-
-// ISO-8601 / RFC 3339 date-time to epoch ms: YYYY-MM-DD, 'T' (or 't' or a space),
-// hh:mm:ss, an optional fraction of 1-9 digits (truncated to ms), and an optional offset
-// ('Z', +hh:mm, +hhmm or +hh; none means UTC). Seconds may be 60 (a leap second, read as
-// the first second of the next minute, as PostgreSQL does). False on anything else.
-bool parse_iso8601(std::string_view s, core::Millis& out);
 
 }  // namespace stoatflow::format

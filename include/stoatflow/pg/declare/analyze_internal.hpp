@@ -1,8 +1,11 @@
-// The PostgreSQL half of the declaration analysis (src/pg/declare/analyze_pg.cpp): plain structs in
-// palloc'd memory and functions that ereport, called through pg_call by src/pg/declare/analyze.cpp.
+// The PostgreSQL half of the declaration analysis (src/pg/declare/analyze_pg.cpp,
+// analyze_judge.cpp): plain structs in palloc'd memory and functions that ereport, called through
+// pg_call by src/pg/declare/analyze.cpp.
 #pragma once
 
 #include "stoatflow/pg/border/guard.hpp"
+
+struct Node;
 
 namespace stoatflow::pg::analyze_detail {
 
@@ -70,5 +73,13 @@ int long_identifier(const char* text);
 void analyze_text(TextAnalysis* a);
 // Whether two analyzed trees (nodeToString) are the same but for positions.
 bool same_tree(const char* a, const char* b);
+
+// parser_errposition's rule: a byte offset in the text as a 1-based character position.
+int char_pos(const char* text, int location);
+// ereports 0A000 on the first thing in an analyzed text's items (a target list) a window
+// cannot run (analyze_judge.cpp).
+void refuse_unrunnable(const TextAnalysis* a, Node* items);
+// Judges each aggregate call of one analyzed aggregate item into it->calls (analyze_judge.cpp).
+void judge_calls(const TextAnalysis* a, Node* expr, ItemInfo* it);
 
 }  // namespace stoatflow::pg::analyze_detail
