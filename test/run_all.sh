@@ -88,6 +88,8 @@ export -f core_build tools_build tsan_build
 export jobs
 step "format: clang-format --dry-run --Werror" 2 bash test/format_check.sh
 step "house: only the sandbox switches users" 1 bash test/check_sandbox.sh
+step "house: every SQLSTATE from sqlstate::" 1 bash test/check_sqlstate.sh
+step "house: the pure rooms and their arrows" 1 bash test/check_purity.sh
 
 # (a) the pure rooms and their unit tests. With the sanitizers (CI) the unit tests are built and
 # run once, under ASan/UBSan; build/ then holds only the tools the later steps run (the mock

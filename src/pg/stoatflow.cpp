@@ -82,10 +82,12 @@ void _PG_init(void) {
     // while the postmaster loads shared_preload_libraries. CREATE EXTENSION loads the library
     // too, so without the preload it fails with this message.
     if (!process_shared_preload_libraries_in_progress)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("stoatflow must be loaded via shared_preload_libraries"),
-                        errhint("Add stoatflow to shared_preload_libraries in postgresql.conf and "
-                                "restart the server.")));
+        ereport(
+            ERROR,
+            (errcode(stoatflow::pg::pg_errcode(stoatflow::sqlstate::kObjectNotInPrerequisiteState)),
+             errmsg("stoatflow must be loaded via shared_preload_libraries"),
+             errhint("Add stoatflow to shared_preload_libraries in postgresql.conf and "
+                     "restart the server.")));
 
     stoatflow::pg::define_settings();
     stoatflow::pg::register_launcher();

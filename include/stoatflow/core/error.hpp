@@ -37,6 +37,11 @@ inline constexpr const char* kProgramLimitExceeded = "54000";
 inline constexpr const char* kOutOfMemory = "53200";
 inline constexpr const char* kInternalError = "XX000";
 inline constexpr const char* kDataCorrupted = "XX001";
+inline constexpr const char* kInvalidDatetimeFormat = "22007";
+inline constexpr const char* kDatetimeValueOutOfRange = "22008";
+inline constexpr const char* kUntranslatableCharacter = "22P05";
+inline constexpr const char* kGroupingError = "42803";
+inline constexpr const char* kInvalidFunctionDefinition = "42P13";
 }  // namespace sqlstate
 
 class Error : public std::runtime_error {

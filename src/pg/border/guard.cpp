@@ -51,8 +51,8 @@ int sqlerrcode_from_text(const std::string& sqlstate) noexcept {
     const char* s = sqlstate.c_str();
     if (sqlstate.size() != 5 || !std::all_of(s, s + 5, is_sqlstate_char) ||
         (s[0] == '0' && (s[1] == '0' || s[1] == '1' || s[1] == '2')))
-        return ERRCODE_INTERNAL_ERROR;
-    return MAKE_SQLSTATE(s[0], s[1], s[2], s[3], s[4]);
+        return pg_errcode(sqlstate::kInternalError);
+    return pg_errcode(s);
 }
 
 void report_fixed(ErrorData* report, int sqlerrcode, const char* message) noexcept {
@@ -128,12 +128,12 @@ void capture_current_exception(ErrorData* report) noexcept {
         report->message = copy_text(e.what(), std::strlen(e.what()), kOutOfMemoryText);
         report->hint = copy_optional(e.hint());
     } catch (const std::bad_alloc&) {
-        report_fixed(report, ERRCODE_OUT_OF_MEMORY, kOutOfMemoryText);
+        report_fixed(report, pg_errcode(sqlstate::kOutOfMemory), kOutOfMemoryText);
     } catch (const std::exception& e) {
-        report->sqlerrcode = ERRCODE_INTERNAL_ERROR;
+        report->sqlerrcode = pg_errcode(sqlstate::kInternalError);
         report->message = copy_text(e.what(), std::strlen(e.what()), kOutOfMemoryText);
     } catch (...) {
-        report_fixed(report, ERRCODE_INTERNAL_ERROR, kUnknownExceptionText);
+        report_fixed(report, pg_errcode(sqlstate::kInternalError), kUnknownExceptionText);
     }
 }
 
@@ -178,7 +178,7 @@ void refuse_in_restricted_operation() {
     if (InSecurityRestrictedOperation())
         ereport(
             ERROR,
-            (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+            (errcode(pg_errcode(sqlstate::kInsufficientPrivilege)),
              errmsg("stoatflow functions cannot be called within a security-restricted operation"),
              errdetail("Sink triggers, constraints and defaults run as the aggregation's owner "
                        "in a security-restricted operation; they may not manage stoatflow.")));

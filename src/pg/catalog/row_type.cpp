@@ -67,7 +67,7 @@ Datum epoch_ms_to_timestamptz(const char* text) {
     const int64 micros = DatumGetInt64(DirectFunctionCall1(numeric_int8, us));
     if (micros < PG_INT64_MIN + core::kPgEpochMicros ||
         !IS_VALID_TIMESTAMP(core::unix_micros_to_pg_timestamp(micros)))
-        ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kDatetimeValueOutOfRange)),
                         errmsg("epoch milliseconds %s are out of the range of timestamptz", text)));
     return TimestampTzGetDatum(core::unix_micros_to_pg_timestamp(micros));
 }
@@ -147,7 +147,7 @@ Datum RowType::convert_value(std::size_t col, const format::RawValue& raw, bool&
         return InputFunctionCall(input, nullptr, c.typioparam, c.typmod);
     case format::RawKind::String: {
         if (std::memchr(raw.text.data(), '\0', raw.text.size()) != nullptr)
-            ereport(ERROR, (errcode(ERRCODE_UNTRANSLATABLE_CHARACTER),
+            ereport(ERROR, (errcode(pg_errcode(sqlstate::kUntranslatableCharacter)),
                             errmsg("the string holds a NUL character (\\u0000), which no "
                                    "PostgreSQL text can")));
         char* s = pnstrdup(raw.text.data(), raw.text.size());
@@ -163,7 +163,7 @@ Datum RowType::convert_value(std::size_t col, const format::RawValue& raw, bool&
         // replay must give the same values).
         if (c.base == TIMESTAMPTZOID || c.base == TIMESTAMPOID || c.base == DATEOID)
             if (const char* word = format::clock_dependent_time(raw.text))
-                ereport(ERROR, (errcode(ERRCODE_INVALID_DATETIME_FORMAT),
+                ereport(ERROR, (errcode(pg_errcode(sqlstate::kInvalidDatetimeFormat)),
                                 errmsg("\"%s\" depends on the clock of whoever reads the record; a "
                                        "date or time must be written in it",
                                        word)));
@@ -192,7 +192,7 @@ Datum RowType::convert_value(std::size_t col, const format::RawValue& raw, bool&
         break;
     }
     if (text == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kDatatypeMismatch)),
                         errmsg("%s does not convert to type %s", format::raw_kind_name(raw.kind),
                                format_type_with_typemod(c.typid, c.typmod))));
     return InputFunctionCall(input, const_cast<char*>(text), c.typioparam, c.typmod);

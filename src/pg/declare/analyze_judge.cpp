@@ -120,8 +120,9 @@ bool collect_aggrefs(Node* node, void* context) {
 
 [[noreturn]] void refuse(const TextAnalysis* a, int location, const char* message,
                          const char* hint) {
-    ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg_internal("%s", message),
-                    hint ? errhint("%s", hint) : 0, errposition(char_pos(a->text, location))));
+    ereport(ERROR,
+            (errcode(pg_errcode(sqlstate::kFeatureNotSupported)), errmsg_internal("%s", message),
+             hint ? errhint("%s", hint) : 0, errposition(char_pos(a->text, location))));
     pg_unreachable();
 }
 
@@ -193,7 +194,7 @@ void judge_call(const TextAnalysis* a, Aggref* ref, CallInfo* out) {
         if (OidIsValid(f.func) && func_volatile(f.func) == PROVOLATILE_VOLATILE &&
             !OidIsValid(getExtensionOfObject(ProcedureRelationId, f.func)))
             ereport(ERROR,
-                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                    (errcode(pg_errcode(sqlstate::kFeatureNotSupported)),
                      errmsg("aggregate %s: its %s %s is VOLATILE", format_procedure(ref->aggfnoid),
                             f.role, format_procedure(f.func)),
                      errdetail("A window runs it for every record and again when records are read "
@@ -232,7 +233,7 @@ void judge_call(const TextAnalysis* a, Aggref* ref, CallInfo* out) {
 void refuse_unrunnable(const TextAnalysis* a, Node* items) {
     Refusal r{nullptr, -1, InvalidOid};
     if (find_refused(items, &r) && r.clock != nullptr)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kFeatureNotSupported)),
                         errmsg("%s cannot be used: it reads the clock, so the result would "
                                "depend on when the record is processed, not on the record",
                                r.clock),
@@ -240,7 +241,7 @@ void refuse_unrunnable(const TextAnalysis* a, Node* items) {
                                 "kafka_timestamp."),
                         errposition(char_pos(a->text, r.location))));
     if (r.what != nullptr)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kFeatureNotSupported)),
                         OidIsValid(r.func) ? errmsg("%s cannot be used: %s are not allowed",
                                                     format_procedure(r.func), r.what)
                                            : errmsg("%s are not allowed", r.what),

@@ -89,7 +89,7 @@ void unpin_search_path(int nest) { AtEOXact_GUC(true, nest); }
 const RowDesc* row_from_json(const char* json) {
     Jsonb* jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
     if (!JB_ROOT_IS_ARRAY(jb) || JB_ROOT_IS_SCALAR(jb))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kInvalidParameterValue)),
                         errmsg("columns must be a JSON array of {\"name\", \"type\"} objects")));
     const int n = static_cast<int>(JsonContainerSize(&jb->root));
     const int nmeta = static_cast<int>(core::kMetadataColumnCount);
@@ -103,12 +103,12 @@ const RowDesc* row_from_json(const char* json) {
         if (i < n) {
             JsonbValue* v = getIthJsonbValueFromContainer(&jb->root, i);
             if (v == nullptr || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                ereport(ERROR, (errcode(pg_errcode(sqlstate::kInvalidParameterValue)),
                                 errmsg("columns[%d] is not a JSON object", i)));
             name = json_string(v->val.binary.data, "name");
             type = json_string(v->val.binary.data, "type");
             if (name == nullptr || type == nullptr || *name == '\0')
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                ereport(ERROR, (errcode(pg_errcode(sqlstate::kInvalidParameterValue)),
                                 errmsg("columns[%d] needs a \"name\" and a \"type\" string", i)));
         } else {
             name = core::kMetadataColumns[i - n].name;
@@ -116,7 +116,7 @@ const RowDesc* row_from_json(const char* json) {
         }
         for (int j = 0; j < i; ++j)
             if (strcmp(row->cols[j].name, name) == 0)
-                ereport(ERROR, (errcode(ERRCODE_DUPLICATE_COLUMN),
+                ereport(ERROR, (errcode(pg_errcode(sqlstate::kDuplicateColumn)),
                                 errmsg("column \"%s\" is defined twice", name),
                                 errhint("%s", meta_hint.c_str())));
         RowColumn& c = row->cols[i];
@@ -132,9 +132,10 @@ void analyze_text(TextAnalysis* a) {
     const int too_long = long_identifier(a->text);
     static const std::string long_name = core::name_too_long_message("a name");
     if (too_long >= 0)
-        ereport(ERROR, (errcode(ERRCODE_NAME_TOO_LONG), errmsg("%s", long_name.c_str()),
-                        errhint("PostgreSQL would truncate it; use a shorter name."),
-                        errposition(char_pos(a->text, too_long))));
+        ereport(ERROR,
+                (errcode(pg_errcode(sqlstate::kNameTooLong)), errmsg("%s", long_name.c_str()),
+                 errhint("PostgreSQL would truncate it; use a shorter name."),
+                 errposition(char_pos(a->text, too_long))));
     List* raw = raw_parser(a->text, RAW_PARSE_PLPGSQL_EXPR);
     RawStmt* rs = linitial_node(RawStmt, raw);
     auto* sel = reinterpret_cast<SelectStmt*>(rs->stmt);
@@ -142,7 +143,7 @@ void analyze_text(TextAnalysis* a) {
         sel->whereClause || sel->groupClause || sel->havingClause || sel->windowClause ||
         sel->sortClause || sel->limitOffset || sel->limitCount || sel->lockingClause ||
         sel->withClause || sel->valuesLists || sel->intoClause)
-        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kSyntaxError)),
                         errmsg("expected %s", a->role == kGroupBy || a->role == kAggregates
                                                   ? "a list of expressions"
                                                   : "one expression"),
@@ -150,10 +151,13 @@ void analyze_text(TextAnalysis* a) {
                                 "columns of the source's row are in scope.")));
     const int nitems = list_length(sel->targetList);
     const bool list = a->role == kGroupBy || a->role == kAggregates;
-    if (nitems == 0) ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR), errmsg("no expression given")));
+    if (nitems == 0)
+        ereport(ERROR,
+                (errcode(pg_errcode(sqlstate::kSyntaxError)), errmsg("no expression given")));
     if (!list && nitems > 1)
         ereport(ERROR,
-                (errcode(ERRCODE_SYNTAX_ERROR), errmsg("expected one expression, not a list"),
+                (errcode(pg_errcode(sqlstate::kSyntaxError)),
+                 errmsg("expected one expression, not a list"),
                  errposition(char_pos(
                      a->text, exprLocation(list_nth_node(ResTarget, sel->targetList, 1)->val)))));
     const char** as_names = static_cast<const char**>(palloc0(sizeof(char*) * nitems));
@@ -162,10 +166,10 @@ void analyze_text(TextAnalysis* a) {
         auto* rt = list_nth_node(ResTarget, sel->targetList, i);
         locations[i] = exprLocation(rt->val);
         if (IsA(rt->val, ColumnRef) && IsA(llast(castNode(ColumnRef, rt->val)->fields), A_Star))
-            ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR), errmsg("* is not allowed"),
+            ereport(ERROR, (errcode(pg_errcode(sqlstate::kSyntaxError)), errmsg("* is not allowed"),
                             errposition(char_pos(a->text, locations[i]))));
         if (rt->name && !list)
-            ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
+            ereport(ERROR, (errcode(pg_errcode(sqlstate::kSyntaxError)),
                             errmsg("AS is not allowed here: the expression has no column"),
                             errposition(char_pos(a->text, rt->location))));
         as_names[i] = rt->name;
@@ -205,7 +209,7 @@ void analyze_text(TextAnalysis* a) {
 
     if (q->hasAggs && a->role != kAggregates)
         ereport(ERROR,
-                (errcode(ERRCODE_GROUPING_ERROR),
+                (errcode(pg_errcode(sqlstate::kGroupingError)),
                  errmsg("aggregate functions are not allowed here"),
                  errposition(char_pos(
                      a->text, locate_agg_of_level(reinterpret_cast<Node*>(q->targetList), 0)))));
@@ -231,7 +235,7 @@ void analyze_text(TextAnalysis* a) {
         if (list) {
             it.name = as_names[i] ? as_names[i] : default_name(a, expr, nitems);
             if (it.name == nullptr)
-                ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR),
+                ereport(ERROR, (errcode(pg_errcode(sqlstate::kSyntaxError)),
                                 errmsg("this item needs a name: add AS name"),
                                 errhint(a->role == kAggregates
                                             ? "Only a single aggregate call over one column, or "
@@ -243,7 +247,7 @@ void analyze_text(TextAnalysis* a) {
         it.stored = deparse_expression(expr, dpcontext, false, false);
         if (list) it.stored = psprintf("%s AS %s", it.stored, quote_identifier(it.name));
         if (a->role == kFilter && it.type != BOOLOID)
-            ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+            ereport(ERROR, (errcode(pg_errcode(sqlstate::kDatatypeMismatch)),
                             errmsg("must be of type boolean, not %s", it.type_name),
                             errposition(char_pos(a->text, locations[i]))));
         if (a->role == kEventTime) {
@@ -256,7 +260,7 @@ void analyze_text(TextAnalysis* a) {
             case FLOAT4OID:
             case FLOAT8OID: a->epoch_ms = true; break;
             default:
-                ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                ereport(ERROR, (errcode(pg_errcode(sqlstate::kDatatypeMismatch)),
                                 errmsg("must be of type timestamptz or a number of "
                                        "epoch milliseconds, not %s",
                                        it.type_name),

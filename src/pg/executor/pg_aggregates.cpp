@@ -56,7 +56,7 @@ void check_function(Oid fn, Oid owner) {
 void setup_call(PgAggregates::Call* c, Aggref* aggref, AggState* agg, MemoryContext cxt) {
     // The analysis refuses these; a tree that has them anyway is not run half-right.
     if (aggref->aggdistinct != NIL || aggref->aggorder != NIL || aggref->aggkind != AGGKIND_NORMAL)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kFeatureNotSupported)),
                         errmsg("aggregate %s with DISTINCT, ORDER BY or WITHIN GROUP cannot run in "
                                "a window",
                                format_procedure(aggref->aggfnoid))));
@@ -112,7 +112,7 @@ void setup_call(PgAggregates::Call* c, Aggref* aggref, AggState* agg, MemoryCont
     // A strict transfn with a NULL initval takes its first input as the state (nodeAgg's check).
     if (c->transfn_strict && c->init_null &&
         (nargs <= ndirect || !IsBinaryCoercible(input_types[ndirect], transtype)))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_FUNCTION_DEFINITION),
+        ereport(ERROR, (errcode(pg_errcode(sqlstate::kInvalidFunctionDefinition)),
                         errmsg("aggregate %u needs to have compatible input type and transition "
                                "type",
                                aggref->aggfnoid)));
@@ -128,7 +128,7 @@ void setup_call(PgAggregates::Call* c, Aggref* aggref, AggState* agg, MemoryCont
     c->serial = c->deserial = nullptr;
     if (c->internal) {
         if (!OidIsValid(serialfn) || !OidIsValid(deserialfn))
-            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+            ereport(ERROR, (errcode(pg_errcode(sqlstate::kFeatureNotSupported)),
                             errmsg("aggregate %s has an internal state without serialization",
                                    format_procedure(aggref->aggfnoid))));
         build_aggregate_serialfn_expr(serialfn, &expr);

@@ -153,7 +153,7 @@ PgAggregates::Handle* PgAggregates::parse_and_read(const char* data, std::size_t
                 const Datum d =
                     ReceiveFunctionCall(const_cast<FmgrInfo*>(&c->recv), &si, c->recv_ioparam, -1);
                 if (si.cursor != si.len)
-                    ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                    ereport(ERROR, (errcode(pg_errcode(sqlstate::kDataCorrupted)),
                                     errmsg("aggregate state bytes are corrupted: %s",
                                            "incorrect binary data format")));
                 MemoryContextSwitchTo(window);

@@ -42,6 +42,10 @@ extern "C" {
 
 namespace stoatflow::pg {
 
+// A sqlstate:: constant (core/error.hpp, where every SQLSTATE the extension raises is spelled)
+// as the code errcode() takes.
+constexpr int pg_errcode(const char* s) { return MAKE_SQLSTATE(s[0], s[1], s[2], s[3], s[4]); }
+
 // A PostgreSQL ERROR caught by pg_call(), carried as a C++ exception until cpp_call() raises it
 // again. filename/funcname point at the __FILE__/__func__ literals of the original ereport, which
 // live as long as the server binary or the library; everything else is owned here.
