@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One spelling of every SQLSTATE: the sqlstate:: constants of include/stoatflow/core/error.hpp.
 # C++ raises with them (core::Error) or hands them to errcode() through pg::pg_errcode; a
-# PostgreSQL ERRCODE_ macro or a five-character literal elsewhere is a second spelling: fail.
+# PostgreSQL ERRCODE_ macro elsewhere is a second spelling: fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t hits < <(git grep -nE '\bERRCODE_[A-Z_]+|errcode\(MAKE_SQLSTATE' -- 'src/*.cpp' 'src/*.hpp' 'include/*.hpp' || true)
