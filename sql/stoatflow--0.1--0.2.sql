@@ -1,6 +1,7 @@
--- stoatflow 0.1 -> 0.2 (ALTER EXTENSION stoatflow UPDATE). 0.1 is released: its script is never
--- edited. CREATE EXTENSION at 0.2 runs stoatflow--0.2.sql, the current definitions written out:
--- a change here is made there too (test/upgrade/run.sh compares the two catalogs).
+-- stoatflow 0.1 -> 0.2 (ALTER EXTENSION stoatflow UPDATE). Released with 0.2.0, like 0.1's script
+-- and stoatflow--0.2.sql: never edited again; later changes go into stoatflow--0.2--0.3.sql.
+-- It builds the objects stoatflow--0.2.sql creates (test/upgrade/run.sh and the install_script
+-- test compare the two catalogs).
 \echo Use "ALTER EXTENSION stoatflow UPDATE TO '0.2'" to load this file. \quit
 
 ------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
--- stoatflow 0.2 install script (run by CREATE EXTENSION; not a pg_regress test): the current
--- definitions only. An installed 0.1 gets the same objects from stoatflow--0.1--0.2.sql (ALTER
--- EXTENSION stoatflow UPDATE): a change here is made there too, and test/upgrade/run.sh compares
--- the two catalogs.
+-- stoatflow 0.2 install script (run by CREATE EXTENSION; not a pg_regress test): the 0.2
+-- definitions only. Released with 0.2.0: never edited again; later changes go into
+-- stoatflow--0.2--0.3.sql and the next version's install script. An installed 0.1 gets the same
+-- objects from stoatflow--0.1--0.2.sql (test/upgrade/run.sh and the install_script test compare
+-- the two catalogs).
 \echo Use "CREATE EXTENSION stoatflow" to load this file. \quit
 
 -- The schema itself is created by CREATE EXTENSION (control file: schema = stoatflow).
