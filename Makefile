@@ -6,7 +6,7 @@ EXTVERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" stoatfl
 MODULE_big = stoatflow
 # Install scripts live in sql/ beside the pg_regress tests; the stoatflow--* prefix keeps them
 # apart (test/check_schedule.sh ignores them).
-DATA = $(sort $(wildcard sql/stoatflow--*.sql) sql/stoatflow--$(EXTVERSION).sql)
+DATA = $(sort $(wildcard sql/stoatflow--*.sql))
 
 # The rooms of the house (src/README.md): the pure ones never see a PostgreSQL header.
 PURE_ROOMS = core format kafka flow

@@ -1,6 +1,7 @@
--- The two install paths build the same extension (README "Upgrading"): CREATE EXTENSION at 0.2
--- (sql/stoatflow--0.2.sql, the current definitions written out) and CREATE EXTENSION at 0.1
--- followed by ALTER EXTENSION UPDATE (sql/stoatflow--0.1--0.2.sql), each in a database of its
+-- The two install paths build the same extension (README "Upgrading"): CREATE EXTENSION at the
+-- current version (sql/stoatflow--0.2.sql, the 0.2 definitions written out, then
+-- sql/stoatflow--0.2--0.3.sql) and CREATE EXTENSION at 0.1 followed by ALTER EXTENSION UPDATE
+-- (sql/stoatflow--0.1--0.2.sql, then sql/stoatflow--0.2--0.3.sql), each in a database of its
 -- own, described by test/upgrade/catalog.sql (the description test/upgrade/run.sh compares
 -- after upgrading a running 0.1 deployment). On a difference, run that test: it prints the diff.
 SET client_min_messages = warning;
@@ -17,7 +18,7 @@ SELECT count(*) > 300 AS described, md5(string_agg(line, E'\n' ORDER BY line COL
 
 \c stoatflow_install_upgraded
 CREATE EXTENSION stoatflow VERSION '0.1';
-ALTER EXTENSION stoatflow UPDATE TO '0.2';
+ALTER EXTENSION stoatflow UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'stoatflow';
 SELECT md5(string_agg(line, E'\n' ORDER BY line COLLATE "C")) AS upgraded FROM (:catalog) c \gset
 
