@@ -3,3 +3,77 @@
 -- script, so the two install paths cannot drift (README "Upgrading"). At the 0.3 release the
 -- definitions are written out into stoatflow--0.3.sql and this script is frozen like the others.
 \echo Use "ALTER EXTENSION stoatflow UPDATE" to load this file. \quit
+
+------------------------------------------------------------------------------------------
+-- Upgrade helper (dropped at the end of this script), as in 0.1 -> 0.2: a function whose
+-- signature changes is created anew beside the 0.2 one; _upgrade_replace carries every grant of
+-- the 0.2 function onto the new one (each grantee, WITH GRANT OPTION where it was, in the name of
+-- the role that granted it) and drops the 0.2 function, so ALTER EXTENSION UPDATE keeps what an
+-- administrator granted (README "Upgrading").
+------------------------------------------------------------------------------------------
+CREATE FUNCTION stoatflow._upgrade_replace(old_fn regprocedure, new_fn regprocedure)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    old_owner oid := (SELECT p.proowner FROM pg_proc p WHERE p.oid = old_fn);
+    internal  boolean := starts_with((SELECT p.proname FROM pg_proc p WHERE p.oid = new_fn), '_');
+    saved     text := current_setting('role');
+    done      bigint[] := '{}';
+    progress  boolean := true;
+    g         record;
+BEGIN
+    -- A grant made by a grantee needs its grant option on the new function first: passes until
+    -- every grant is carried.
+    WHILE progress LOOP
+        progress := false;
+        FOR g IN
+            SELECT e.ord, e.grantor, e.grantee, e.privilege_type, e.is_grantable
+              FROM pg_proc p, aclexplode(p.proacl) WITH ORDINALITY e(grantor, grantee, privilege_type, is_grantable, ord)
+             WHERE p.oid = old_fn AND e.ord <> ALL (done)
+             ORDER BY e.ord
+        LOOP
+            IF g.grantor <> old_owner AND NOT EXISTS (
+                   SELECT 1 FROM pg_proc p, aclexplode(p.proacl) n
+                    WHERE p.oid = new_fn AND n.grantee = g.grantor
+                      AND n.privilege_type = g.privilege_type AND n.is_grantable) THEN
+                CONTINUE;
+            END IF;
+            done := done || g.ord;
+            progress := true;
+            CONTINUE WHEN g.grantee = old_owner AND g.grantor = old_owner;
+            CONTINUE WHEN g.grantee = 0 AND internal;
+            IF g.grantor <> old_owner THEN
+                PERFORM set_config('role', (SELECT r.rolname FROM pg_roles r WHERE r.oid = g.grantor), true);
+            END IF;
+            EXECUTE format('GRANT %s ON FUNCTION %s TO %s%s', g.privilege_type, new_fn,
+                           CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+                           CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+            PERFORM set_config('role', saved, true);
+        END LOOP;
+    END LOOP;
+    IF EXISTS (SELECT 1 FROM pg_proc p, aclexplode(p.proacl) WITH ORDINALITY e(grantor, grantee, privilege_type, is_grantable, ord)
+                WHERE p.oid = old_fn AND e.ord <> ALL (done)) THEN
+        RAISE EXCEPTION 'cannot carry every grant of % onto %', old_fn, new_fn
+            USING ERRCODE = 'internal_error', DETAIL = format('ACL: %s', (SELECT p.proacl FROM pg_proc p WHERE p.oid = old_fn));
+    END IF;
+    EXECUTE format('DROP FUNCTION %s', old_fn);
+END $$;
+
+------------------------------------------------------------------------------------------
+-- Start positions and backfill (README "Changing a running pipeline")
+------------------------------------------------------------------------------------------
+
+------------------------------------------------------------------------------------------
+-- Pause, resume and removal (README "Changing a running pipeline")
+------------------------------------------------------------------------------------------
+
+------------------------------------------------------------------------------------------
+-- alter_aggregation and estimate (README "Changing a running pipeline")
+------------------------------------------------------------------------------------------
+
+------------------------------------------------------------------------------------------
+-- Formats (README "Formats")
+------------------------------------------------------------------------------------------
+
+------------------------------------------------------------------------------------------
+DROP FUNCTION stoatflow._upgrade_replace(regprocedure, regprocedure);
