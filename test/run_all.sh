@@ -176,8 +176,10 @@ if [[ " ${brokers[*]} " == *" kafka "* ]]; then
         env SEMANTICS_STREAMS="${SEMANTICS_STREAMS:-6}" bash bench/peers/kafka-streams/semantics.sh
 fi
 
-# (h) a real 0.1 deployment upgraded to 0.2 with a running pipeline (private PostgreSQL copy)
-step "upgrade: 0.1 -> 0.2 with a running pipeline" 20 bash test/upgrade/run.sh
+# (h) real deployments of the released versions upgraded to this one with a running pipeline
+# (private PostgreSQL copy): 0.1 (through 0.2's script) and 0.2 (the v0.2.0 commit)
+step "upgrade: 0.1 -> 0.2 -> current with a running pipeline" 20 bash test/upgrade/run.sh
+step "upgrade: 0.2 -> current with a running pipeline" 20 env UPGRADE_FROM_COMMIT=53ab57e bash test/upgrade/run.sh
 
 # (i) benchmarks build and run in a smoke size (their numbers mean nothing here; see
 # BENCHMARKS.md for real runs). The JSON output is checked: every workload ran, and every
