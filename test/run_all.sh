@@ -117,6 +117,15 @@ else
     skip "core: TSan build + ctest" "set SANITIZE=1 or CI=true"
 fi
 
+# (b3) every record decoder's libFuzzer target, bounded (a long run by hand: test/fuzz/run.sh
+# TARGET 3600); the seed corpora are also replayed by the unit tests above
+if [ "$sanitize" = 1 ]; then
+    step "fuzz: every decoder, 20 s each (libFuzzer + ASan/UBSan)" 8 \
+        env FUZZ_OUT="${TMPDIR:-/tmp}/stoatflow-fuzz-ci" bash test/fuzz/run.sh all 20
+else
+    skip "fuzz: every decoder" "set SANITIZE=1 or CI=true"
+fi
+
 # (c) the extension (needs root, or write access to PostgreSQL's lib and share dirs, to install)
 step "extension: make" 10 make -j"$jobs"
 step "extension: make install" 2 make install

@@ -1,35 +1,64 @@
 #!/usr/bin/env bash
-# Builds the JSON decoder fuzzer with clang++ (libFuzzer + ASan + UBSan, no CMake needed)
-# and runs it for a number of seconds on a scratch copy of the seed corpus.
+# Builds a decoder's fuzzer with clang++ (libFuzzer + ASan + UBSan, no CMake needed) and runs it
+# for a number of seconds on a scratch copy of its seed corpus.
 #
-#   test/fuzz/run.sh [seconds=60] [extra libFuzzer flags...]
-# Environment: CXX (default clang++), FUZZ_OUT (build dir and findings, default
-# /tmp/stoatflow-fuzz), FUZZ_JOBS (parallel workers, default 1).
+#   test/fuzz/run.sh [target=json] [seconds=60] [extra libFuzzer flags...]
+#   test/fuzz/run.sh all 30        # every target in turn, 30 s each (run_all.sh's bounded run)
+# Targets: json (json_decoder_fuzz.cpp, corpus/), protobuf (protobuf_reader_fuzz.cpp,
+# corpus-protobuf/). A first argument that is a number is the seconds of the json target
+# (the form this script had before it had targets).
+# Environment: CXX (default clang++), FUZZ_OUT (build dirs and findings, default
+# /tmp/stoatflow-fuzz; one subdirectory per target), FUZZ_JOBS (parallel workers, default 1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
+target=json
+if [ $# -gt 0 ] && ! [[ $1 =~ ^[0-9]+$ ]]; then
+    target=$1
+    shift
+fi
 seconds=${1:-60}
 shift || true
+if [ "$target" = all ]; then
+    for t in json protobuf; do "$0" "$t" "$seconds" "$@"; done
+    exit 0
+fi
 cxx=${CXX:-clang++}
-out=${FUZZ_OUT:-/tmp/stoatflow-fuzz}
+out=${FUZZ_OUT:-/tmp/stoatflow-fuzz}/$target
 jobs=${FUZZ_JOBS:-1}
 mkdir -p "$out/corpus" "$out/artifacts"
 
 simdjson_flags=$(pkg-config --cflags --libs simdjson 2>/dev/null ||
     echo "-DSIMDJSON_THREADS_ENABLED=1 -lsimdjson")
+case "$target" in
+json)
+    sources=("$here/json_decoder_fuzz.cpp" "$root/src/format/json_decoder.cpp"
+        "$root/src/format/iso8601.cpp" "$root/src/format/json_text.cpp" "$root/src/format/dead_reason.cpp"
+        "$root/src/flow/record_judge.cpp" "$root"/src/core/aggregate/*.cpp)
+    seeds=$here/corpus
+    flags=(-max_len=512 -dict="$here/json.dict")
+    ;;
+protobuf)
+    sources=("$here/protobuf_reader_fuzz.cpp" "$root"/src/format/protobuf_*.cpp
+        "$root/src/format/json_text.cpp" "$root/src/format/dead_reason.cpp")
+    seeds=$here/corpus-protobuf
+    flags=(-max_len=4096)
+    ;;
+*)
+    echo "test/fuzz/run.sh: unknown target '$target' (json, protobuf, all)" >&2
+    exit 2
+    ;;
+esac
+echo "fuzz: $target for ${seconds}s"
 # shellcheck disable=SC2086
 "$cxx" -std=c++17 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
     -fno-sanitize-recover=undefined -DSIMDJSON_DEVELOPMENT_CHECKS=1 -I"$root/include" \
-    "$here/json_decoder_fuzz.cpp" "$root/src/format/json_decoder.cpp" \
-    "$root/src/format/iso8601.cpp" "$root/src/format/json_text.cpp" "$root/src/format/dead_reason.cpp" \
-    "$root/src/flow/record_judge.cpp" "$root"/src/core/aggregate/*.cpp \
-    $simdjson_flags -o "$out/json_decoder_fuzz"
+    "${sources[@]}" $simdjson_flags -o "$out/fuzz"
 
 # New inputs go to the scratch corpus; the seeds in the repository stay as they are.
-cp -n "$here"/corpus/* "$out/corpus/" 2>/dev/null || true
+cp -n "$seeds"/* "$out/corpus/" 2>/dev/null || true
 parallel=()
 if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
 cd "$out"  # libFuzzer writes its per-job logs (fuzz-N.log) to the working directory
-exec "$out/json_decoder_fuzz" "$out/corpus" -max_len=512 -max_total_time="$seconds" \
-    -dict="$here/json.dict" -artifact_prefix="$out/artifacts/" -print_final_stats=1 \
-    "${parallel[@]}" "$@"
+"$out/fuzz" "$out/corpus" -max_total_time="$seconds" "${flags[@]}" \
+    -artifact_prefix="$out/artifacts/" -print_final_stats=1 "${parallel[@]}" "$@"

@@ -11,5 +11,9 @@ constexpr std::size_t kExcerptBytes = 64;
 // JSON nesting limit: bounds the decoder's recursion, and stays below the On-Demand parser's own
 // max_depth (1024), which it asserts on in debug builds but does not check otherwise.
 constexpr int kMaxDepth = 1000;
+// Protocol Buffers: how deep messages may nest in a record (and types in a descriptor set), and
+// how many message and enum types a descriptor set may declare.
+constexpr int kMaxProtoDepth = 100;
+constexpr std::size_t kMaxProtoTypes = 10000;
 
 }  // namespace stoatflow::format
