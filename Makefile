@@ -9,7 +9,7 @@ MODULE_big = stoatflow
 DATA = $(sort $(wildcard sql/stoatflow--*.sql))
 
 # The rooms of the house (src/README.md): the pure ones never see a PostgreSQL header.
-PURE_ROOMS = core format kafka flow
+PURE_ROOMS = core format kafka flow registry
 room_srcs = $(wildcard src/$(1)/*.cpp src/$(1)/*/*.cpp src/$(1)/*/*/*.cpp)
 # The mock broker is a program of its own (CMakeLists.txt), not part of the extension.
 PURE_SRCS = $(filter-out src/kafka/mock_broker.cpp,$(foreach r,$(PURE_ROOMS),$(call room_srcs,$(r))))
@@ -26,7 +26,7 @@ PG_INCLUDEDIR_INTERNAL := $(shell $(PG_CONFIG) --pkgincludedir)/internal
 PG_CPPFLAGS = -Iinclude -isystem $(PG_INCLUDEDIR_SERVER) -isystem $(PG_INCLUDEDIR_INTERNAL) \
 	-DSTOATFLOW_VERSION='"$(EXTVERSION)"'
 PG_CXXFLAGS = -std=c++17 -Wall -Wextra -Werror -Wno-register -fPIC -MMD -MP
-SHLIB_LINK = -lstdc++ -lrdkafka -lsimdjson
+SHLIB_LINK = -lstdc++ -lrdkafka -lsimdjson -lcurl
 
 # The pure rooms are compiled without any PostgreSQL include directory: a file there that reaches
 # for postgres.h fails to build here, not just in review (test/check_purity.sh says the same in

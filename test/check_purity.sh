@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The pure rooms (src/README.md) never include PostgreSQL: every file under src/{core,format,kafka,flow}
-# and include/stoatflow/{core,format,kafka,flow} is checked, and every header there includes
+# The pure rooms (src/README.md) never include PostgreSQL: every file under src/{core,format,kafka,flow,registry}
+# and include/stoatflow/{core,format,kafka,flow,registry} is checked, and every header there includes
 # stoatflow/core/no_postgres.hpp (which refuses to compile next to postgres.h). The Makefile
 # builds the same folders without PostgreSQL's include path; this is the same rule in review.
 set -euo pipefail
 root=${1:-.}
 cd "$root"
-rooms=(core format kafka flow)
+rooms=(core format kafka flow registry)
 files=()
 for r in "${rooms[@]}"; do
     while IFS= read -r f; do files+=("$f"); done < <(find "src/$r" "include/stoatflow/$r" -type f \( -name '*.cpp' -o -name '*.hpp' \) | sort)
@@ -28,7 +28,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
     exit 1
 fi
 # The rooms' arrows (src/README.md): a pure room includes only the rooms it may.
-declare -A may=([core]="core" [format]="core format" [kafka]="core format kafka" [flow]="core format flow")
+declare -A may=([core]="core" [format]="core format" [kafka]="core format kafka" [flow]="core format flow" [registry]="core registry")
 wrong=()
 for f in "${files[@]}"; do
     room=${f#src/}
@@ -43,4 +43,4 @@ if [ "${#wrong[@]}" -gt 0 ]; then
     echo "check_purity: the includes above go against the rooms' arrows (src/README.md)" >&2
     exit 1
 fi
-echo "check_purity: ${#files[@]} files in src/{core,format,kafka,flow} and include/stoatflow/{core,format,kafka,flow} are free of PostgreSQL"
+echo "check_purity: ${#files[@]} files in src/{core,format,kafka,flow,registry} and include/stoatflow/{core,format,kafka,flow,registry} are free of PostgreSQL"
