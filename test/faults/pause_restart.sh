@@ -10,9 +10,9 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 faults_begin pause_restart
-EVENTS=${PAUSE_EVENTS:-30000}
+EVENTS=${PAUSE_EVENTS:-60000}  # an event-time span past max_out_of_orderness: windows close
 KEYS=512
-NCHUNKS=4
+NCHUNKS=6
 
 worker_status() { # the worker's own status (stoatflow.sources shows the catalog's pause at once)
     psql_try -c "SELECT st.status FROM stoatflow.source_status st JOIN stoatflow.source s USING (source_id)
@@ -55,7 +55,7 @@ awk -v t="$took" 'BEGIN { exit !(t < 5) }' || fail "wait_caught_up on a paused s
 log "restarted (-m immediate): worker pid $old -> $WORKER_PID still paused at $at; wait_caught_up false in ${took}s"
 
 sql "SELECT stoatflow.resume_source('$SOURCE')" >/dev/null
-produce_chunk 3
+for ((c = 3; c < NCHUNKS; c++)); do produce_chunk "$c"; done
 wait_caught_up
 log "resumed and caught up: committed $(committed) of $PRODUCED"
 verify_sink
