@@ -15,10 +15,10 @@ CREATE SCHEMA gp_alice_space AUTHORIZATION gp_alice;
 CREATE SCHEMA gp_bob_space AUTHORIZATION gp_bob;
 GRANT EXECUTE ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval,
     text, jsonb, text, jsonb, interval) TO gp_alice;
-GRANT EXECUTE ON FUNCTION stoatflow.drop_source(text, boolean) TO gp_alice;
+GRANT EXECUTE ON FUNCTION stoatflow.drop_source(text, boolean, boolean) TO gp_alice;
 GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text,
     interval, text, text) TO gp_alice, gp_bob, gp_carol;
-GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean) TO gp_alice, gp_bob;
+GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) TO gp_alice, gp_bob;
 
 -- The schema: no privilege for PUBLIC, CREATE for its owner (the extension's) only.
 SELECT n.nspowner = e.extowner AS owned_by_extension_owner,
@@ -146,10 +146,10 @@ DROP SCHEMA gp_alice_space CASCADE;
 DROP SCHEMA gp_bob_space CASCADE;
 REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval,
     text, jsonb, text, jsonb, interval) FROM gp_alice;
-REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean) FROM gp_alice;
+REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean, boolean) FROM gp_alice;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text,
     interval, text, text) FROM gp_alice, gp_bob, gp_carol;
-REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean) FROM gp_alice, gp_bob;
+REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM gp_alice, gp_bob;
 DROP ROLE gp_alice;
 DROP ROLE gp_bob;
 DROP ROLE gp_carol;

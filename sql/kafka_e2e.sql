@@ -127,7 +127,9 @@ SELECT count(*) AS differences FROM (
     (SELECT key, window_start, n, final FROM sinkgone_a EXCEPT SELECT key, window_start, n, final FROM sinkgone_sibling)
     UNION ALL
     (SELECT key, window_start, n, final FROM sinkgone_sibling EXCEPT SELECT key, window_start, n, final FROM sinkgone_a)) d;
+SET client_min_messages = warning;  -- the consumer group's removal depends on the broker (README "Removing a pipeline")
 SELECT stoatflow.drop_source('sinkgone', cascade => true);
+RESET client_min_messages;
 DROP TABLE sinkgone_a, sinkgone_sibling;
 
 -- wait_caught_up honours its timeout when the broker cannot be reached
@@ -136,9 +138,11 @@ SELECT stoatflow.wait_caught_up('nowhere', '1 second');
 SELECT stoatflow.wait_caught_up('no_such_source');
 \echo :LAST_ERROR_SQLSTATE
 
+SET client_min_messages = warning;  -- the consumer group's removal depends on the broker (README "Removing a pipeline")
 SELECT stoatflow.drop_source('pv', cascade => true);
 SELECT stoatflow.drop_source('idle_hold', cascade => true);
 SELECT stoatflow.drop_source('idle_release', cascade => true);
+RESET client_min_messages;
 SELECT stoatflow.drop_source('nowhere');
 DROP TABLE e2e_tumbling, e2e_hopping, e2e_sliding, e2e_session, idle_hold_10s, idle_release_10s;
 -- workers of dropped sources stop (polled: at most 20 s)
@@ -201,7 +205,9 @@ SELECT key, n, final FROM e2e_evil.counts WHERE key = 'm' ORDER BY window_start;
 SELECT rolsuper AS mallory_is_superuser FROM pg_roles WHERE rolname = 'sf_e2e_mallory';
 SELECT count(*) AS calls_as_superuser FROM public.e2e_superuser_calls;
 ALTER DATABASE contrib_regression RESET search_path;
+SET client_min_messages = warning;  -- the consumer group's removal depends on the broker (README "Removing a pipeline")
 SELECT stoatflow.drop_source('evil_src', cascade => true);
+RESET client_min_messages;
 DROP SCHEMA e2e_evil CASCADE;
 DROP TABLE public.e2e_superuser_calls;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) FROM sf_e2e_mallory;

@@ -13,7 +13,7 @@ CREATE ROLE sf_mallory;
 CREATE ROLE sf_reader;
 CREATE SCHEMA mallory AUTHORIZATION sf_mallory;
 GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO sf_mallory;
-GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean) TO sf_mallory;
+GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) TO sf_mallory;
 CREATE FUNCTION rec(u text, ts bigint, amount numeric DEFAULT 1) RETURNS jsonb LANGUAGE sql AS $$
     SELECT jsonb_build_object('value', jsonb_build_object('user', u, 'ts', ts, 'amount', amount)) $$;
 SELECT stoatflow.create_source('safe', 'events', '127.0.0.1:9092', key => 'user', event_time => 'ts',
@@ -138,7 +138,7 @@ SELECT stoatflow.create_source('evil4', 'events', '127.0.0.1:9092', kafka_option
 \echo :LAST_ERROR_SQLSTATE
 SELECT stoatflow.create_source('files_ok', 'events', '127.0.0.1:9092', kafka_options => '{"ssl.ca.location": "/etc/ssl/certs"}');
 SELECT stoatflow.drop_source('files_ok');
-GRANT EXECUTE ON FUNCTION stoatflow.drop_source(text, boolean) TO sf_mallory;
+GRANT EXECUTE ON FUNCTION stoatflow.drop_source(text, boolean, boolean) TO sf_mallory;
 SELECT stoatflow.create_aggregation('on_mallorys', 'mallorys', stoatflow.tumbling('1 minute'), 'count(*)', 'public.on_mallorys');
 SET ROLE sf_mallory;
 SELECT stoatflow.drop_source('safe', cascade => true);
@@ -266,9 +266,9 @@ DROP TABLE public.recs_a, public.kw, public.alt;
 DROP SCHEMA mallory CASCADE;
 DROP FUNCTION rec(text, bigint, numeric);
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) FROM sf_mallory;
-REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean) FROM sf_mallory;
+REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) FROM sf_mallory;
-REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean) FROM sf_mallory;
+REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean, boolean) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.resync_sink(text) FROM sf_mallory;
 DROP ROLE sf_mallory;
 DROP ROLE sf_reader;

@@ -66,6 +66,258 @@ END $$;
 ------------------------------------------------------------------------------------------
 -- Pause, resume and removal (README "Changing a running pipeline")
 ------------------------------------------------------------------------------------------
+-- A pause is catalog state (stoatflow.source.paused), not worker memory: it survives a restart.
+-- The worker sees it at its next commit (the signature of its aggregations includes it): it
+-- commits what it consumed, stops consuming and shows 'paused' until resumed.
+ALTER TABLE stoatflow.source ADD COLUMN paused boolean NOT NULL DEFAULT false;
+
+-- The one owner check of a source (drop_source, pause_source, resume_source): superusers and
+-- the role that created it. NULL for a source that does not exist when missing_ok (the caller
+-- says so), an error otherwise.
+CREATE FUNCTION stoatflow._owned_source(source_name text, action text, missing_ok boolean DEFAULT false)
+RETURNS integer LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    src record;
+BEGIN
+    IF source_name IS NULL THEN
+        RAISE EXCEPTION 'source name must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT s.source_id, s.created_by INTO src FROM stoatflow.source s
+     WHERE s.source_name = _owned_source.source_name;
+    IF src.source_id IS NULL THEN
+        IF missing_ok THEN
+            RETURN NULL;
+        END IF;
+        RAISE EXCEPTION 'source "%" does not exist', source_name USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT pg_has_role(stoatflow._invoking_role(), src.created_by, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of source %', source_name
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('Only superusers and the role that created a source may %s it.', action);
+    END IF;
+    RETURN src.source_id;
+END $$;
+REVOKE ALL ON FUNCTION stoatflow._owned_source(text, text, boolean) FROM PUBLIC;
+
+CREATE FUNCTION stoatflow.pause_source(source_name text)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    id integer := stoatflow._owned_source(source_name, 'pause');
+BEGIN
+    IF (SELECT s.paused FROM stoatflow.source s WHERE s.source_id = id) THEN
+        RAISE NOTICE 'source "%" is already paused', source_name
+            USING HINT = 'stoatflow.resume_source() resumes it.';
+        RETURN;
+    END IF;
+    UPDATE stoatflow.source s SET paused = true WHERE s.source_id = id;
+END $$;
+
+CREATE FUNCTION stoatflow.resume_source(source_name text)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    id integer := stoatflow._owned_source(source_name, 'resume');
+BEGIN
+    IF NOT (SELECT s.paused FROM stoatflow.source s WHERE s.source_id = id) THEN
+        RAISE NOTICE 'source "%" is not paused', source_name;
+        RETURN;
+    END IF;
+    UPDATE stoatflow.source s SET paused = false WHERE s.source_id = id;
+END $$;
+REVOKE ALL ON FUNCTION stoatflow.pause_source(text), stoatflow.resume_source(text) FROM PUBLIC;
+
+-- What stays of a dropped aggregation: its sink (unless drop_sink), and how many of its rows are
+-- not final (README "Sinks": final is true once the window closed; the others now never will).
+-- Counted only in a table of the sink's shape (a sink dropped and its oid taken by something
+-- else is not read).
+CREATE FUNCTION stoatflow._sink_rows_not_final(sink oid)
+RETURNS bigint LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    n bigint;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+                    WHERE c.oid = sink AND c.relkind IN ('r', 'p') AND a.attname = 'final'
+                      AND a.atttypid = 'boolean'::regtype AND NOT a.attisdropped) THEN
+        RETURN NULL;
+    END IF;
+    -- A partitioned sink counts its partitions' rows; a plain table only its own.
+    EXECUTE format('SELECT count(*) FROM %s %s WHERE final IS NOT TRUE',
+                   CASE WHEN (SELECT c.relkind FROM pg_class c WHERE c.oid = sink) = 'r' THEN 'ONLY' ELSE '' END,
+                   sink::regclass) INTO n;
+    RETURN n;
+END $$;
+REVOKE ALL ON FUNCTION stoatflow._sink_rows_not_final(oid) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION stoatflow._drop_aggregation_unchecked(agg_id integer, drop_sink boolean)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    seg record;
+    sink_oid oid;
+    agg_name text;
+    sink_exists boolean;
+    not_final bigint;
+BEGIN
+    SELECT a.sink, a.aggregation_name INTO sink_oid, agg_name
+      FROM stoatflow.aggregation a WHERE a.aggregation_id = agg_id;
+    sink_exists := sink_oid IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = sink_oid);
+    FOR seg IN SELECT s.relname FROM stoatflow.segment s WHERE s.aggregation_id = agg_id LOOP
+        EXECUTE format('DROP TABLE IF EXISTS stoatflow_state.%I', seg.relname);
+    END LOOP;
+    DELETE FROM stoatflow.aggregation WHERE aggregation_id = agg_id;
+    IF drop_sink AND sink_exists THEN
+        EXECUTE format('DROP TABLE %s', sink_oid::regclass);
+    ELSIF sink_exists THEN
+        not_final := stoatflow._sink_rows_not_final(sink_oid);
+        -- One line (rows with final = false are windows that were still open: they will not
+        -- change any more; README "Removing a pipeline").
+        RAISE NOTICE 'aggregation "%" dropped; its sink table % stays, with % rows not final',
+                agg_name, sink_oid::regclass, coalesce(not_final::text, 'an unknown number of');
+    END IF;
+END $$;
+
+-- The source's consumer group in Kafka (advisory offsets for lag tools): removed where the
+-- broker allows it, within a bounded time. NULL when removed, else why not (the drop goes on).
+CREATE FUNCTION stoatflow._forget_consumer_group(source_name text)
+RETURNS text LANGUAGE C VOLATILE STRICT
+AS 'MODULE_PATHNAME', 'stoatflow__forget_consumer_group';
+REVOKE ALL ON FUNCTION stoatflow._forget_consumer_group(text) FROM PUBLIC;
+
+-- drop_source with missing_ok (a NOTICE instead of the error, for idempotent migrations); what
+-- stays and what goes is said in NOTICEs.
+CREATE FUNCTION stoatflow.drop_source(source_name text, "cascade" boolean DEFAULT false,
+                                      missing_ok boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    caller regrole := stoatflow._invoking_role();
+    src    record;
+    aggs   text;
+    others text;
+    why    text;
+    id     integer := stoatflow._owned_source(source_name, 'drop', missing_ok);
+BEGIN
+    IF id IS NULL THEN
+        RAISE NOTICE 'source "%" does not exist, skipping', source_name;
+        RETURN;
+    END IF;
+    SELECT s.source_id, s.created_by INTO src FROM stoatflow.source s WHERE s.source_id = id;
+    SELECT string_agg(a.aggregation_name, ', ' ORDER BY a.aggregation_name),
+           string_agg(a.aggregation_name, ', ' ORDER BY a.aggregation_name)
+               FILTER (WHERE NOT pg_has_role(caller, a.owner, 'MEMBER'))
+      INTO aggs, others
+      FROM stoatflow.aggregation a WHERE a.source_id = src.source_id;
+    IF aggs IS NOT NULL THEN
+        IF NOT "cascade" THEN
+            RAISE EXCEPTION 'source "%" is still used by aggregations: %', source_name, aggs
+                USING ERRCODE = 'dependent_objects_still_exist',
+                      HINT = 'Drop those aggregations first, or call drop_source(name, cascade => true).';
+        END IF;
+        IF others IS NOT NULL THEN
+            RAISE EXCEPTION 'must be owner of aggregations % to drop source "%" with cascade', others, source_name
+                USING ERRCODE = 'insufficient_privilege',
+                      HINT = 'Their owners (or a superuser) must drop them first.';
+        END IF;
+        PERFORM stoatflow._drop_aggregation_unchecked(a.aggregation_id, false)
+           FROM (SELECT a.aggregation_id FROM stoatflow.aggregation a
+                  WHERE a.source_id = src.source_id ORDER BY a.aggregation_name) a;
+    END IF;
+    BEGIN
+        EXECUTE format('DROP VIEW IF EXISTS stoatflow_source.%I %s', source_name,
+                       CASE WHEN "cascade" THEN 'CASCADE' ELSE 'RESTRICT' END);
+    EXCEPTION WHEN dependent_objects_still_exist THEN
+        RAISE EXCEPTION 'other objects depend on the view stoatflow_source.% of source "%"',
+                quote_ident(source_name), source_name
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Drop them first, or call drop_source(name, cascade => true), which drops them too.';
+    END;
+    -- The owner's last source: the schema privilege that came with its sources goes too (and the
+    -- USAGE it passed on to others).
+    IF NOT EXISTS (SELECT 1 FROM stoatflow.source s
+                    WHERE s.created_by = src.created_by AND s.source_id <> src.source_id)
+       AND EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = src.created_by AND NOT r.rolsuper) THEN
+        EXECUTE format('REVOKE USAGE ON SCHEMA stoatflow_source FROM %s CASCADE', src.created_by);
+    END IF;
+    -- The committed offsets in PostgreSQL are the truth; the consumer group's in Kafka are only
+    -- for lag tools. A broker that is down or refuses does not hold the drop up.
+    -- Only a source whose worker ran (it reported partitions) has a group to remove.
+    IF EXISTS (SELECT 1 FROM stoatflow.partition_status ps WHERE ps.source_id = src.source_id) THEN
+        why := stoatflow._forget_consumer_group(source_name);
+        IF why IS NULL THEN
+            RAISE NOTICE 'the Kafka consumer group of source "%" was removed with its committed offsets', source_name;
+        ELSE
+            RAISE NOTICE 'the Kafka consumer group of source "%" was not removed: its committed offsets stay in Kafka', source_name
+                USING DETAIL = why,
+                      HINT = 'They are only read by lag tools; remove the group with the broker''s tools if needed.';
+        END IF;
+    END IF;
+    PERFORM stoatflow._wake_launcher();
+    DELETE FROM stoatflow.source WHERE source_id = src.source_id;
+END $$;
+REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean, boolean) FROM PUBLIC;
+SELECT stoatflow._upgrade_replace('stoatflow.drop_source(text, boolean)'::regprocedure,
+                                  'stoatflow.drop_source(text, boolean, boolean)'::regprocedure);
+
+CREATE FUNCTION stoatflow.drop_aggregation(aggregation_name text, drop_sink boolean DEFAULT false,
+                                           missing_ok boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    caller  regrole := stoatflow._invoking_role();
+    agg     record;
+BEGIN
+    SELECT a.aggregation_id, a.owner, a.sink INTO agg FROM stoatflow.aggregation a
+     WHERE a.aggregation_name = drop_aggregation.aggregation_name;
+    IF agg.aggregation_id IS NULL THEN
+        IF missing_ok THEN
+            RAISE NOTICE 'aggregation "%" does not exist, skipping', aggregation_name;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'aggregation "%" does not exist', aggregation_name USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT pg_has_role(caller, agg.owner, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of aggregation %', aggregation_name
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF drop_sink AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = agg.sink)
+       AND NOT pg_has_role(caller, (SELECT c.relowner FROM pg_class c WHERE c.oid = agg.sink), 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of table % to drop it', agg.sink::regclass
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    PERFORM stoatflow._interrupt_source_worker(
+        (SELECT s.source_name FROM stoatflow.source s JOIN stoatflow.aggregation a USING (source_id)
+          WHERE a.aggregation_id = agg.aggregation_id));
+    PERFORM stoatflow._drop_aggregation_unchecked(agg.aggregation_id, drop_sink);
+END $$;
+REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM PUBLIC;
+SELECT stoatflow._upgrade_replace('stoatflow.drop_aggregation(text, boolean)'::regprocedure,
+                                  'stoatflow.drop_aggregation(text, boolean, boolean)'::regprocedure);
+
+-- stoatflow.sources: status 'paused' from the catalog (at once, also while the worker finishes
+-- its last commit or is down). CREATE OR REPLACE keeps the per-source views in stoatflow_source.
+CREATE OR REPLACE VIEW stoatflow.sources AS
+SELECT s.source_name, coalesce(po.topic, s.topic) AS topic, s.brokers,
+       CASE WHEN s.paused THEN 'paused' ELSE coalesce(st.status, 'stopped') END AS status,
+       st.last_error,
+       po.partition, po.next_offset AS committed_offset,
+       ps.high_watermark,
+       CASE WHEN ps.high_watermark IS NOT NULL AND po.next_offset IS NOT NULL
+            THEN greatest(ps.high_watermark - po.next_offset, 0) END AS lag,
+       coalesce(ps.idle, false) AS idle,
+       timestamptz 'epoch' + pr.watermark_ms * interval '1 millisecond' AS watermark,
+       pr.committed_at AS last_commit_at,
+       s.kafka_options_masked AS kafka_options,
+       po.offsets_skipped,
+       s.topics
+  FROM stoatflow.source s
+  LEFT JOIN stoatflow.source_status st ON st.source_id = s.source_id
+  LEFT JOIN stoatflow.source_progress pr ON pr.source_id = s.source_id
+  LEFT JOIN stoatflow.partition_offset po ON po.source_id = s.source_id
+  LEFT JOIN stoatflow.partition_status ps ON ps.source_id = s.source_id AND ps.topic = po.topic
+        AND ps.partition = po.partition;
 
 ------------------------------------------------------------------------------------------
 -- alter_aggregation and estimate (README "Changing a running pipeline")

@@ -5,8 +5,15 @@
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
+#include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <memory>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace stoatflow::kafka {
 
@@ -266,6 +273,117 @@ void Consumer::commit_offsets(const std::map<core::TopicPartition, std::int64_t>
         rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition)->offset = o;
     rd_kafka_commit(rk_, list, 1 /* async */);
     rd_kafka_topic_partition_list_destroy(list);
+}
+
+std::string source_group_id(const std::string& database, const std::string& source) {
+    return "stoatflow-" + database + "-" + source;
+}
+
+void Consumer::delete_group(const std::string& group, int timeout_ms) {
+    char err[512];
+    rd_kafka_AdminOptions_t* opts = rd_kafka_AdminOptions_new(rk_, RD_KAFKA_ADMIN_OP_DELETEGROUPS);
+    if (rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, err, sizeof err) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR) {
+        rd_kafka_AdminOptions_destroy(opts);
+        fail(std::string("cannot delete consumer group: ") + err);
+    }
+    rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
+    rd_kafka_DeleteGroup_t* g = rd_kafka_DeleteGroup_new(group.c_str());
+    rd_kafka_DeleteGroups(rk_, &g, 1, opts, q);
+    rd_kafka_DeleteGroup_destroy(g);
+    rd_kafka_AdminOptions_destroy(opts);
+    // The request timeout bounds the answer; the margin covers the queue hand-over.
+    rd_kafka_event_t* ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+    std::string why;
+    if (!ev) {
+        why = "no answer within " + std::to_string(timeout_ms) + " ms";
+    } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        why = rd_kafka_event_error_string(ev);
+    } else if (const rd_kafka_DeleteGroups_result_t* res = rd_kafka_event_DeleteGroups_result(ev)) {
+        size_t n = 0;
+        const rd_kafka_group_result_t** groups = rd_kafka_DeleteGroups_result_groups(res, &n);
+        for (size_t i = 0; i < n; ++i)
+            if (const rd_kafka_error_t* e = rd_kafka_group_result_error(groups[i]);
+                e && rd_kafka_error_code(e) != RD_KAFKA_RESP_ERR_GROUP_ID_NOT_FOUND)  // none left
+                why = std::string(rd_kafka_error_name(e)) + ": " + rd_kafka_error_string(e);
+    } else {
+        why = "unexpected answer from the broker";
+    }
+    if (ev) rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    if (!why.empty()) fail(why);
+}
+
+std::string delete_consumer_group(const std::string& brokers,
+                                  const std::vector<std::pair<std::string, std::string>>& options,
+                                  const std::string& group, int timeout_ms) {
+    int fds[2];
+    if (pipe(fds) != 0) return std::string("cannot create a pipe: ") + std::strerror(errno);
+    const pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return std::string("cannot fork: ") + std::strerror(errno);
+    }
+    if (pid == 0) {
+        // The child: librdkafka only, its answer down the pipe, then _exit (no exit handlers of
+        // the parent run here). librdkafka's assertion text would land in the server log: the
+        // parent reports the signal instead.
+        close(fds[0]);
+        const int null_fd = open("/dev/null", O_WRONLY);
+        if (null_fd >= 0) dup2(null_fd, STDERR_FILENO);
+        std::string why;
+        try {
+            Consumer admin(brokers, options, "stoatflow-admin");
+            admin.delete_group(group, timeout_ms);
+        } catch (const std::exception& e) {
+            why = e.what();
+            if (why.empty()) why = "failed";
+        }
+        std::size_t done = 0;
+        while (done < why.size()) {
+            const ssize_t n = write(fds[1], why.data() + done, why.size() - done);
+            if (n <= 0) break;
+            done += static_cast<std::size_t>(n);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    std::string why;
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms + 3000);
+    bool timed_out = false;
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              deadline - std::chrono::steady_clock::now())
+                              .count();
+        if (left <= 0) {
+            timed_out = true;
+            break;
+        }
+        pollfd p{fds[0], POLLIN, 0};
+        const int r = poll(&p, 1, static_cast<int>(left));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            timed_out = r == 0;
+            break;
+        }
+        char buf[512];
+        const ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;  // the child is done
+        if (why.size() < 4096) why.append(buf, static_cast<std::size_t>(n));
+    }
+    close(fds[0]);
+    if (timed_out) kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (timed_out) return "no answer within " + std::to_string(timeout_ms) + " ms";
+    if (WIFSIGNALED(status))
+        return "the Kafka client process ended by signal " + std::to_string(WTERMSIG(status)) +
+               " (librdkafka 2.0 aborts when the broker does not support DeleteGroups)";
+    return why;
 }
 
 std::map<core::TopicPartition, std::int64_t>

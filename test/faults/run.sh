@@ -10,6 +10,9 @@
 #   restart_immediate  pg_ctl restart -m immediate, twice mid-stream
 #   broker_down        brokers away mid-stream: status 'error', then back to 'running'
 #   sigterm            pg_ctl stop -m fast mid-stream, then start
+#   pause_restart      a paused source across pg_ctl restart -m immediate: stays paused, then resumes
+#   drop_group         drop_source removes the Kafka consumer group (Apache Kafka; a WARNING on the
+#                      mock); with the broker down the drop still succeeds, bounded, with a WARNING
 #   memory_limit       stoatflow.worker_memory_limit far too low: consuming stops, resumes on reload
 #   memory_states      PostgreSQL aggregate states growing past the limit: RSS bounded, stop, resume
 #   user_code          transition functions that loop or sleep: siblings fresh, dead letters, terminate
@@ -34,7 +37,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm memory_limit memory_states user_code sink_fuzz broker_kill topic_deleted transactions
+all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz broker_kill topic_deleted transactions
     partitions_added retention)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
@@ -67,7 +70,7 @@ kafka)
 esac
 export STOATFLOW_TEST_BROKER=$broker
 if ((!$#)) && [ "$broker" = mock ]; then
-    scenarios=(kill9 restart_immediate broker_down sigterm memory_limit sink_fuzz) # the rest need kafka
+    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz) # the rest need kafka
 fi
 
 passed=0

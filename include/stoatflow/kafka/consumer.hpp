@@ -90,6 +90,11 @@ public:
     // The newest broker/transport error since the last call ("" if none).
     std::string take_error();
 
+    // Deletes consumer group `group` (and with it the offsets committed for it) through the
+    // admin API, waiting at most timeout_ms. Throws Error with the broker's reason (the group
+    // unknown, not allowed, the broker down or too old for DeleteGroups).
+    void delete_group(const std::string& group, int timeout_ms);
+
 private:
     void note_error(const std::string& e);
     // The ordinal of a topic of the assignment, -1 if it is none of them.
@@ -107,6 +112,18 @@ private:
     bool want_headers_ = false;
     std::vector<format::KafkaHeader> headers_;  // the current message's
 };
+
+// The consumer group a source's worker commits its (advisory) offsets under: one per database
+// and source, so two databases of one server never share one.
+std::string source_group_id(const std::string& database, const std::string& source);
+
+// One-shot: deletes consumer group `group` on the source's brokers, within about timeout_ms.
+// Returns "" when the group is gone, else why not. Run in a child process: librdkafka 2.0's admin
+// requests can fail an assertion (abort) when the broker lacks DeleteGroups or a request times
+// out, and an abort must not take the calling process (a PostgreSQL backend) with it.
+std::string delete_consumer_group(const std::string& brokers,
+                                  const std::vector<std::pair<std::string, std::string>>& options,
+                                  const std::string& group, int timeout_ms);
 
 // One-shot: high watermark per partition of each topic (for wait_caught_up); the topic of a
 // TopicPartition is its ordinal in `topics`.

@@ -13,5 +13,8 @@ namespace stoatflow::kafka {
 constexpr std::size_t kMaxTopicsPerSource = 64;
 // Kafka's own limit on a topic name's length.
 constexpr std::size_t kMaxTopicNameBytes = 249;
+// drop_source removes the source's consumer group in Kafka within this time; a broker that is
+// down or slow does not hold the drop up longer (README "Removing a pipeline").
+constexpr int kDeleteGroupTimeoutMs = 3000;
 
 }  // namespace stoatflow::kafka

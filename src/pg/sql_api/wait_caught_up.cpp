@@ -39,6 +39,19 @@ void sleep_interruptible(long ms) {
         CHECK_FOR_INTERRUPTS();
     });
 }
+// A paused source does not catch up (README "Pausing a source"): wait_caught_up says so at once.
+bool source_is_paused(std::int32_t id) {
+    return spi_exec("SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1 "
+                    "AND paused",
+                    {arg_int32(id)}) > 0;
+}
+
+void notice_paused(const std::string& name) {
+    pg_call([&] {
+        ereport(NOTICE, (errmsg("source \"%s\" is paused: it does not catch up", name.c_str()),
+                         errhint("stoatflow.resume_source('%s') resumes it.", name.c_str())));
+    });
+}
 }  // namespace
 
 STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
@@ -57,10 +70,16 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
 
     SourceDef src;
+    bool paused = false;
     {
         SpiSession spi;
         src = load_source(name);
+        paused = source_is_paused(src.id);
         spi.finish();
+    }
+    if (paused) {
+        notice_paused(name);
+        PG_RETURN_BOOL(false);
     }
 
     // What the topic holds now. An unreachable broker is retried until the deadline.
@@ -99,7 +118,12 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
                 if (t >= 0)
                     committed[{t, static_cast<std::int32_t>(*spi_int64(r, 2))}] = *spi_int64(r, 3);
             }
+            paused = source_is_paused(src.id);
             spi.finish();
+            if (paused) {
+                notice_paused(name);
+                PG_RETURN_BOOL(false);
+            }
             for (const auto& [p, high] : targets) {
                 if (high <= 0) continue;
                 auto it = committed.find(p);

@@ -55,6 +55,7 @@ private:
     void write_partition_status(const PartitionStatus& status);
     std::string aggregation_signature();
     bool source_exists();
+    bool source_paused();
 
     std::int32_t source_id_;
     const flow::Clock& clock_;

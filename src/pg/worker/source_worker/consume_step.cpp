@@ -251,12 +251,22 @@ void SourceWorker::commit(bool final) {
     if (rebuild && !final) drop_pipeline();
 }
 
+// The aggregations of the source, and whether it is paused (README "Pausing a source"): a change
+// of either is seen at the next commit and makes the worker start over.
 std::string SourceWorker::aggregation_signature() {
     spi_exec(
         "SELECT coalesce(pg_catalog.string_agg(aggregation_id::pg_catalog.text, ',' ORDER BY aggregation_id), '') "
+        "OPERATOR(pg_catalog.||) CASE WHEN EXISTS (SELECT 1 FROM stoatflow.source s WHERE "
+        "s.source_id OPERATOR(pg_catalog.=) $1 AND s.paused) THEN ';paused' ELSE '' END "
         "FROM stoatflow.aggregation WHERE source_id OPERATOR(pg_catalog.=) $1",
         {arg_int32(source_id_)});
     return *spi_text(0, 1);
+}
+
+bool SourceWorker::source_paused() {
+    return spi_exec("SELECT 1 FROM stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1 "
+                    "AND paused",
+                    {arg_int32(source_id_)}) > 0;
 }
 
 bool SourceWorker::source_exists() {

@@ -128,14 +128,22 @@ SourceWorker::Start SourceWorker::start() {
     }
     std::optional<SourceDef> src;
     std::vector<AggregationDef> aggs;
+    bool paused = false;
     in_transaction([&] {
         src = load_source_by_id(source_id_);
         if (src) {
             aggs = load_aggregations(source_id_);
             signature_ = aggregation_signature();
+            paused = source_paused();
         }
     });
     if (!src) return Start::Dropped;
+    // Paused (README "Pausing a source"): nothing is consumed; looked at again like an idle
+    // source, so resume_source (or drop_source) is seen within kIdleCheckMs.
+    if (paused) {
+        set_status("paused", status_rule_.last_error());
+        return Start::NoAggregations;
+    }
     if (aggs.empty()) {
         set_status("idle", "");
         return Start::NoAggregations;
@@ -149,8 +157,8 @@ SourceWorker::Start SourceWorker::start() {
         pipeline->restore();
     });
 
-    auto consumer = std::make_unique<kafka::Consumer>(
-        src->brokers, src->kafka_options, "stoatflow-" + std::string(database_name) + "-" + name);
+    auto consumer = std::make_unique<kafka::Consumer>(src->brokers, src->kafka_options,
+                                                      kafka::source_group_id(database_name, name));
     consumer->want_headers(src->has_columns);  // kafka_headers
     std::vector<kafka::PartitionStart> starts;
     std::vector<std::size_t> counts;
