@@ -124,6 +124,7 @@ bool SourceWorker::backfill_admits(core::TopicPartition tp, std::int64_t offset)
 // past it (offsets between are none: transaction markers, compaction).
 bool SourceWorker::reached(core::TopicPartition tp) {
     const std::int64_t limit = limit_of(tp);
+    if (limit < 0) return false;  // the source has no position there yet
     if (position(tp) >= limit) return true;
     const auto p = parked_.find(tp);
     return p != parked_.end() && p->second == limit;

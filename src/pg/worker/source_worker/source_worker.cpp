@@ -179,7 +179,6 @@ SourceWorker::Start SourceWorker::start() {
         if (backfill_ != 0) pipeline->set_backfill(backfill_);
         pipeline->restore();
     });
-    if (backfill_ != 0) read_limits();
 
     auto consumer = std::make_unique<kafka::Consumer>(
         src->brokers, src->kafka_options,
@@ -189,6 +188,7 @@ SourceWorker::Start SourceWorker::start() {
     std::vector<kafka::PartitionStart> starts;
     std::vector<std::size_t> counts;
     topics_ = src->topics;  // (note_skip names them)
+    if (backfill_ != 0) read_limits();  // (by topic name)
     high_.clear();
     const bool latest = src->start_offset == "latest";
     const bool fresh = pipeline->path().next_offsets().empty();
