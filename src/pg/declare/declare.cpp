@@ -55,14 +55,15 @@ declare::WindowCheck declare::check_window(const std::string& kind, core::Millis
 std::string declare::start_position(const std::string& value, const std::string& what) {
     if (value == "earliest" || value == "latest") return value;
     std::string normalized;
-    const bool ok = in_subtransaction(
-        [](const Error& e) { return e.sqlstate().rfind("22", 0) == 0; },
-        [&] {
-            spi_exec("SELECT pg_catalog.to_char($1::pg_catalog.timestamptz OPERATOR(pg_catalog.AT "
-                     "TIME ZONE) 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') OPERATOR(pg_catalog.||) '+00'",
-                     {arg_text(value)});
-            normalized = spi_text(0, 1).value_or("");
-        });
+    const bool ok =
+        in_subtransaction([](const Error& e) { return e.sqlstate().rfind("22", 0) == 0; },
+                          [&] {
+                              spi_exec("SELECT pg_catalog.to_char(pg_catalog.timezone('UTC', "
+                                       "$1::pg_catalog.timestamptz), 'YYYY-MM-DD HH24:MI:SS.US') "
+                                       "OPERATOR(pg_catalog.||) '+00'",
+                                       {arg_text(value)});
+                              normalized = spi_text(0, 1).value_or("");
+                          });
     if (!ok || normalized.empty())
         throw Error(sqlstate::kInvalidParameterValue, "unknown " + what + " \"" + value + "\"",
                     "Use 'earliest', 'latest' or a timestamp such as '2026-11-01 00:00:00+00'.");

@@ -47,7 +47,7 @@ std::int64_t SourceWorker::backfill_start(const SourceDef& src, kafka::Consumer&
     if (backfill_from_ == "latest") return hi;
     core::Millis ms = 0;
     in_transaction([&] {
-        spi_exec("SELECT (pg_catalog.extract(epoch FROM $1::pg_catalog.timestamptz) "
+        spi_exec("SELECT pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.timestamptz) "
                  "OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
                  {arg_text(backfill_from_)});
         ms = *spi_int64(0, 1);

@@ -187,7 +187,7 @@ SourceWorker::Start SourceWorker::start() {
     consumer->want_headers(src->has_columns);  // kafka_headers
     std::vector<kafka::PartitionStart> starts;
     std::vector<std::size_t> counts;
-    topics_ = src->topics;  // (note_skip names them)
+    topics_ = src->topics;              // (note_skip names them)
     if (backfill_ != 0) read_limits();  // (by topic name)
     high_.clear();
     const bool latest = src->start_offset == "latest";
@@ -195,9 +195,10 @@ SourceWorker::Start SourceWorker::start() {
     std::optional<core::Millis> start_ms;  // a timestamp start_offset
     if (fresh && backfill_ == 0 && !latest && src->start_offset != "earliest")
         in_transaction([&] {
-            spi_exec("SELECT (pg_catalog.extract(epoch FROM $1::pg_catalog.timestamptz) "
-                     "OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
-                     {arg_text(src->start_offset)});
+            spi_exec(
+                "SELECT pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.timestamptz) "
+                "OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
+                {arg_text(src->start_offset)});
             start_ms = *spi_int64(0, 1);
         });
     const auto stored_offsets = pipeline->path().next_offsets();
