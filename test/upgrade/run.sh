@@ -252,13 +252,13 @@ diff -u "$WORK/grants-0.1.txt" "$WORK/grants-0.2.txt" >&2 ||
     fail "ALTER EXTENSION UPDATE changed the grants of the test's roles (- 0.1, + 0.2)"
 for check in \
     "upgrade_app|stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval)" \
-    "upgrade_app|stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text)" \
-    "upgrade_app2|stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text)" \
+    "upgrade_app|stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text, text)" \
+    "upgrade_app2|stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text, text)" \
     "upgrade_app|stoatflow.drop_source(text, boolean)"; do
     [ "$(sql "SELECT has_function_privilege('${check%%|*}', '${check#*|}', 'EXECUTE')")" = t ] ||
         fail "after ALTER EXTENSION UPDATE ${check%%|*} may not execute ${check#*|}"
 done
-[ "$(sql "SELECT has_function_privilege('upgrade_app', 'stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text)', 'EXECUTE WITH GRANT OPTION')")" = t ] ||
+[ "$(sql "SELECT has_function_privilege('upgrade_app', 'stoatflow.create_aggregation(text, text, stoatflow.\"window\", text, text, text, interval, text, text, text)', 'EXECUTE WITH GRANT OPTION')")" = t ] ||
     fail "after ALTER EXTENSION UPDATE upgrade_app lost its grant option on create_aggregation"
 log "grants kept across the update ($(wc -l <"$WORK/grants-0.2.txt") ACL entries of the test's roles, by function name, identical)"
 # The source declared under 0.1 has its view, owned by its creator, not an extension member.
