@@ -113,7 +113,8 @@ SELECT stoatflow._upgrade_replace(
     'stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text)'::regprocedure,
     'stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text, text)'::regprocedure);
 
--- stats: a backfilling aggregation shows status 'backfilling' and its own watermark.
+-- stats: a backfilling aggregation shows status 'backfilling' (unless it is in error or
+-- stalled) and its own watermark.
 CREATE OR REPLACE VIEW stoatflow.stats AS
 SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
        p.records_in,
@@ -132,7 +133,8 @@ SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
        p.state_rows_written, p.state_bytes_written,
        p.freshness_lag_ms * interval '1 millisecond' AS freshness_lag,
        p.last_error,
-       CASE WHEN b.aggregation_id IS NOT NULL THEN 'backfilling'
+       CASE WHEN b.aggregation_id IS NOT NULL AND coalesce(p.status, 'running') NOT IN ('error', 'stalled')
+            THEN 'backfilling'
             ELSE coalesce(p.status, CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END) END AS status,
        p.sink_owed, p.filtered
   FROM stoatflow.aggregation a
