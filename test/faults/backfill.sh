@@ -64,29 +64,15 @@ sql "SELECT stoatflow.create_aggregation('agg_c', '$SOURCE', stoatflow.tumbling(
     fail "stats does not show agg_b and agg_c backfilling: $(sql "SELECT aggregation_name, status FROM stoatflow.stats")"
 log "agg_b and agg_c declared: backfilling"
 
-# The sibling stays fresh: a chunk produced while they backfill reaches agg's committed
-# positions within FRESH ms.
-wait_until 60 "a backfill worker" some_backfill
-before=$PRODUCED
-t0=$(date +%s%3N)
-produce_chunk 7
-t1=$(date +%s%3N)
-wait_until 60 "agg's committed positions to reach $PRODUCED" all_committed
-t2=$(date +%s%3N)
-still=$(backfilling)
-log "FRESH chunk 7 ($((PRODUCED - before)) events, produced in $((t1 - t0)) ms) committed by agg $((t2 - t1)) ms after it was produced; backfilling then: $still"
-if [ -n "${BACKFILL_FRESH_MAX_MS:-}" ] && [ "$still" != 0 ]; then
-    (($((t2 - t1)) <= BACKFILL_FRESH_MAX_MS)) || fail "the sibling took $((t2 - t1)) ms (> $BACKFILL_FRESH_MAX_MS) while backfills ran"
-fi
-
 if [ "$KILLS" = 1 ]; then
     # Kills while backfilling (the workers restart from what they committed; every backend dies
     # with the postmaster's crash recovery), then at the hand-over: as soon as a backfill has
     # asked its source to hold.
+    handover_kills=0
     for k in 1 2 3; do
         pid=$(backfill_pids | head -n 1)
         if [ -z "$pid" ]; then log "kill $k: no backfill running any more"; break; fi
-        sleep "0.$((k * 2))"
+        sleep "0.$k"
         kill -9 "$pid" 2>/dev/null && KILLED_PIDS+=("$pid") && log "kill $k: SIGKILL backfill worker $pid while backfilling ($(backfilling) backfilling)"
         wait_worker ""
     done
@@ -101,14 +87,34 @@ if [ "$KILLS" = 1 ]; then
             sleep 0.02
         done
         [ -n "$held" ] || { log "hand-over kill $k: no backfill left"; break; }
+        handover_kills=$((handover_kills + 1))
+        state=$(psql_try -c "SELECT CASE WHEN b.held THEN 'held' ELSE 'hold requested' END FROM stoatflow.backfill b
+                              JOIN stoatflow.aggregation a USING (aggregation_id) WHERE a.aggregation_name = '$held'" || true)
         pid=$(psql_try -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'stoatflow backfill $held'" || true)
         [ -n "$pid" ] || pid=$(worker_pid)
         if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
             KILLED_PIDS+=("$pid")
-            log "hand-over kill $k: SIGKILL $pid while $held hands over"
+            log "hand-over kill $k: SIGKILL $pid while $held hands over (${state:-joined})"
         fi
         wait_worker ""
     done
+    ((${#KILLED_PIDS[@]} >= 3 && handover_kills >= 1)) ||
+        fail "the kills missed the backfill: ${#KILLED_PIDS[@]} kills, $handover_kills at the hand-over (need >= 3 and >= 1)"
+fi
+
+# The sibling stays fresh: a chunk produced while they backfill reaches agg's committed
+# positions within FRESH ms.
+[ "$KILLS" = 1 ] || wait_until 60 "a backfill worker" some_backfill
+before=$PRODUCED
+t0=$(date +%s%3N)
+produce_chunk 7
+t1=$(date +%s%3N)
+wait_until 60 "agg's committed positions to reach $PRODUCED" all_committed
+t2=$(date +%s%3N)
+still=$(backfilling)
+log "FRESH chunk 7 ($((PRODUCED - before)) events, produced in $((t1 - t0)) ms) committed by agg $((t2 - t1)) ms after it was produced; backfilling then: $still"
+if [ -n "${BACKFILL_FRESH_MAX_MS:-}" ] && [ "$still" != 0 ]; then
+    (($((t2 - t1)) <= BACKFILL_FRESH_MAX_MS)) || fail "the sibling took $((t2 - t1)) ms (> $BACKFILL_FRESH_MAX_MS) while backfills ran"
 fi
 
 produce_chunks 8 9
