@@ -6,7 +6,8 @@
 # on the running source with start_from => T, backfills from the first offset at or after T per
 # partition and must equal the computation over chunks 3-9 exactly; agg_l, declared with
 # start_from => 'latest' once the source caught up on chunk 3, must equal the computation over
-# chunks 4-9 (no backfill). A create_source with start_offset => a timestamp (src_t) reads from
+# chunks 4-9 (no backfill); so must agg_ahead, whose start is ahead of its new source's
+# position (see below). A create_source with start_offset => a timestamp (src_t) reads from
 # T too.
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
@@ -51,10 +52,31 @@ sql "SELECT stoatflow.create_aggregation('agg_l', '$SOURCE', stoatflow.tumbling(
     fail "agg_l ('latest' on a running source) does not start at the source's position"
 [ "$(sql "SELECT status FROM stoatflow.stats WHERE aggregation_name = 'agg_t'")" = backfilling ] ||
     fail "agg_t (a timestamp on a running source) does not backfill"
+# Ahead of the source: a new source reading from 'earliest' with agg_e, and agg_ahead starting
+# at 'latest' (the end of the topic when its backfill starts: after chunk 3), declared together.
+# The source starts behind agg_ahead; agg_ahead folds nothing before its start and joins once the
+# source reaches it: it must equal the computation over chunks 4-9, like agg_l.
+sql "SELECT stoatflow.create_source('src_e', '$(source_topics)', '$KAFKA_BROKERS', key => 'user_id',
+        event_time => 'ts', max_out_of_orderness => '1 hour')" >/dev/null
+sql "BEGIN; SELECT stoatflow.create_aggregation('agg_e', 'src_e', stoatflow.tumbling('1 minute'),
+        'count(*) AS n, sum(amount) AS total', 'sink_e');
+     SELECT stoatflow.create_aggregation('agg_ahead', 'src_e', stoatflow.tumbling('1 minute'),
+        'count(*) AS n, sum(amount) AS total', 'sink_ahead', start_from => 'latest'); COMMIT;" >/dev/null
+[ "$(sql "SELECT status FROM stoatflow.stats WHERE aggregation_name = 'agg_ahead'")" = backfilling ] ||
+    fail "agg_ahead ('latest' on a new source reading from 'earliest') does not backfill"
+ahead_started() {
+    [ "$(psql_try -c "SELECT count(*) FROM stoatflow.backfill_offset o JOIN stoatflow.aggregation a USING (aggregation_id)
+                      WHERE a.aggregation_name = 'agg_ahead'" || echo 0)" -gt 0 ]
+}
+wait_until 60 "agg_ahead's start positions" ahead_started
+log "agg_ahead starts at $(sql "SELECT string_agg(o.partition || ':' || o.next_offset, ' ' ORDER BY o.partition)
+    FROM stoatflow.backfill_offset o JOIN stoatflow.aggregation a USING (aggregation_id) WHERE a.aggregation_name = 'agg_ahead'")"
 produce_chunks 4 9
 wait_caught_up
-r=$(sql "SELECT stoatflow.wait_caught_up('src_t', '$CAUGHT_UP_TIMEOUT seconds')")
-[ "$r" = t ] || fail "src_t did not catch up"
+for other in src_t src_e; do
+    r=$(sql "SELECT stoatflow.wait_caught_up('$other', '$CAUGHT_UP_TIMEOUT seconds')")
+    [ "$r" = t ] || fail "$other did not catch up"
+done
 
 # The expected windows of a range of chunks: their files alone.
 subset() { # subset FIRST LAST: sets EXPECTED_CSV and EVENTS_TOTAL to those chunks'
@@ -71,6 +93,7 @@ subset() { # subset FIRST LAST: sets EXPECTED_CSV and EVENTS_TOTAL to those chun
 ALL_TOTAL=$EVENTS_TOTAL
 ALL_CSV=$EXPECTED_CSV
 verify_sink "$SINK" agg
+verify_sink sink_e agg_e
 VERIFY_OFFSETS_ARE_EVENTS=0 # the source's offsets count every chunk, the aggregations below less
 PRODUCED_ALL=$PRODUCED
 subset 3 9
@@ -80,6 +103,7 @@ verify_sink sink_src_t agg_src_t
 subset 4 9
 PRODUCED=$EVENTS_TOTAL
 verify_sink sink_l agg_l
+verify_sink sink_ahead agg_ahead
 PRODUCED=$PRODUCED_ALL EVENTS_TOTAL=$ALL_TOTAL EXPECTED_CSV=$ALL_CSV
 check_log
 log "RESULT T='$T' match=yes"
