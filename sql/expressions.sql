@@ -119,7 +119,7 @@ SELECT p.tier, d.window_start::date AS day, sum(d.revenue) AS revenue, sum(d.vie
 -- function of the owner's in group_by that tries to make its owner a superuser on the way.
 CREATE ROLE sf_expr_owner;
 GRANT USAGE ON SCHEMA stoatflow TO sf_expr_owner;
-GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO sf_expr_owner;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) TO sf_expr_owner;
 GRANT SELECT ON stoatflow_source.shop TO sf_expr_owner;  -- (may aggregate the source: README "Security")
 CREATE SCHEMA expr_owned AUTHORIZATION sf_expr_owner;
 SET ROLE sf_expr_owner;
@@ -211,6 +211,6 @@ DROP VIEW shop_rows;
 DROP TABLE shop_records;
 DROP FUNCTION shop_feed(jsonb), web(text, text, text, integer), buy(text, text, text, integer);
 DROP SCHEMA expr_owned CASCADE;
-REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) FROM sf_expr_owner;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) FROM sf_expr_owner;
 REVOKE USAGE ON SCHEMA stoatflow FROM sf_expr_owner;
 DROP ROLE sf_expr_owner;

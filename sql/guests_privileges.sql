@@ -17,7 +17,7 @@ GRANT EXECUTE ON FUNCTION stoatflow.create_source(text, text, text, text, text, 
     text, jsonb, text, jsonb, interval) TO gp_alice;
 GRANT EXECUTE ON FUNCTION stoatflow.drop_source(text, boolean, boolean) TO gp_alice;
 GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text,
-    interval, text, text) TO gp_alice, gp_bob, gp_carol;
+    interval, text, text, text) TO gp_alice, gp_bob, gp_carol;
 GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) TO gp_alice, gp_bob;
 
 -- The schema: no privilege for PUBLIC, CREATE for its owner (the extension's) only.
@@ -148,7 +148,7 @@ REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, tex
     text, jsonb, text, jsonb, interval) FROM gp_alice;
 REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean, boolean) FROM gp_alice;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text,
-    interval, text, text) FROM gp_alice, gp_bob, gp_carol;
+    interval, text, text, text) FROM gp_alice, gp_bob, gp_carol;
 REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM gp_alice, gp_bob;
 DROP ROLE gp_alice;
 DROP ROLE gp_bob;

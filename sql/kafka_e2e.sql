@@ -164,7 +164,7 @@ DROP ROLE IF EXISTS sf_e2e_mallory;
 RESET client_min_messages;
 CREATE ROLE sf_e2e_mallory;
 CREATE SCHEMA e2e_evil AUTHORIZATION sf_e2e_mallory;
-GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO sf_e2e_mallory;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) TO sf_e2e_mallory;
 CREATE TABLE public.e2e_superuser_calls (fn text, by_role text);
 GRANT INSERT ON public.e2e_superuser_calls TO PUBLIC;
 SET ROLE sf_e2e_mallory;
@@ -210,7 +210,7 @@ SELECT stoatflow.drop_source('evil_src', cascade => true);
 RESET client_min_messages;
 DROP SCHEMA e2e_evil CASCADE;
 DROP TABLE public.e2e_superuser_calls;
-REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) FROM sf_e2e_mallory;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) FROM sf_e2e_mallory;
 DROP ROLE sf_e2e_mallory;
 
 -- More sources than background worker slots (max_worker_processes = 8 in this instance: the

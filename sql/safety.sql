@@ -12,7 +12,7 @@ SET timezone = 'UTC';
 CREATE ROLE sf_mallory;
 CREATE ROLE sf_reader;
 CREATE SCHEMA mallory AUTHORIZATION sf_mallory;
-GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO sf_mallory;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) TO sf_mallory;
 GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) TO sf_mallory;
 CREATE FUNCTION rec(u text, ts bigint, amount numeric DEFAULT 1) RETURNS jsonb LANGUAGE sql AS $$
     SELECT jsonb_build_object('value', jsonb_build_object('user', u, 'ts', ts, 'amount', amount)) $$;
@@ -265,7 +265,7 @@ SELECT stoatflow.drop_source('safe', cascade => true);
 DROP TABLE public.recs_a, public.kw, public.alt;
 DROP SCHEMA mallory CASCADE;
 DROP FUNCTION rec(text, bigint, numeric);
-REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) FROM sf_mallory;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.create_source(text, text, text, text, text, text, interval, interval, text, jsonb, text, jsonb, interval) FROM sf_mallory;
 REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean, boolean) FROM sf_mallory;

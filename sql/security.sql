@@ -37,7 +37,7 @@ SELECT stoatflow.create_aggregation('a_alice', 'secure', stoatflow.tumbling('10 
 RESET ROLE;
 
 -- granted, alice may declare aggregations: the sink is created as hers
-GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO sf_alice, sf_bob;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) TO sf_alice, sf_bob;
 GRANT EXECUTE ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) TO sf_alice, sf_bob;
 -- (and the source's owner lets her aggregate it: README "Security")
 GRANT SELECT ON stoatflow_source.secure TO sf_alice;
@@ -110,7 +110,7 @@ SELECT stoatflow.create_source('s3', 'events', '127.0.0.1:9092',
 SELECT stoatflow.drop_source('secure');
 DROP TABLE public.bob_counts;
 DROP SCHEMA alice_space;
-REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) FROM sf_alice, sf_bob;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) FROM sf_alice, sf_bob;
 REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM sf_alice, sf_bob;
 DROP ROLE sf_alice;
 DROP ROLE sf_bob;

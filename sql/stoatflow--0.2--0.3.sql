@@ -62,6 +62,87 @@ END $$;
 ------------------------------------------------------------------------------------------
 -- Start positions and backfill (README "Changing a running pipeline")
 ------------------------------------------------------------------------------------------
+-- start_from: as declared and normalized ('earliest', 'latest' or a timestamp in UTC); NULL:
+-- declared without one (README "Backfill and start_from").
+ALTER TABLE stoatflow.aggregation ADD COLUMN start_from text;
+
+-- An aggregation that starts behind its source's position backfills (README "Backfill and
+-- start_from"): its own worker reads its history with its own watermark (watermark_ms,
+-- watermark_state, commit_seq) and positions (backfill_offset), committed with its state; the
+-- row is deleted in the transaction that joins it to the source's worker. hold_requested: the
+-- backfill is close and asks the source's worker to stop at its committed positions; held: the
+-- source's worker did (in a transaction that wrote nothing past them) and waits for the join.
+CREATE TABLE stoatflow.backfill (
+    aggregation_id  integer PRIMARY KEY REFERENCES stoatflow.aggregation ON DELETE CASCADE,
+    source_id       integer NOT NULL REFERENCES stoatflow.source ON DELETE CASCADE,
+    start_from      text NOT NULL,          -- 'earliest', 'latest' or a timestamp
+    watermark_ms    bigint,
+    watermark_state text,
+    commit_seq      bigint NOT NULL DEFAULT 0,
+    committed_at    timestamptz,
+    hold_requested  boolean NOT NULL DEFAULT false,
+    held            boolean NOT NULL DEFAULT false
+);
+CREATE TABLE stoatflow.backfill_offset (
+    aggregation_id integer NOT NULL REFERENCES stoatflow.backfill ON DELETE CASCADE,
+    topic          text NOT NULL,
+    partition      integer NOT NULL,
+    next_offset    bigint NOT NULL,
+    PRIMARY KEY (aggregation_id, topic, partition)
+);
+REVOKE ALL ON stoatflow.backfill, stoatflow.backfill_offset FROM PUBLIC;
+GRANT SELECT ON stoatflow.backfill, stoatflow.backfill_offset TO PUBLIC;
+
+-- create_aggregation gains start_from (0.2's grants carried by _upgrade_replace).
+CREATE FUNCTION stoatflow.create_aggregation(
+    aggregation_name text,
+    source           text,
+    "window"         stoatflow."window",
+    aggregates       text,
+    sink             text,
+    emit             text     DEFAULT 'on_window_update',
+    retention        interval DEFAULT NULL,
+    group_by         text     DEFAULT NULL,
+    filter           text     DEFAULT NULL,
+    start_from       text     DEFAULT NULL)
+RETURNS void LANGUAGE C SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow_create_aggregation';
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text, text) FROM PUBLIC;
+SELECT stoatflow._upgrade_replace(
+    'stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text)'::regprocedure,
+    'stoatflow.create_aggregation(text, text, stoatflow."window", text, text, text, interval, text, text, text)'::regprocedure);
+
+-- stats: a backfilling aggregation shows status 'backfilling' (unless it is in error or
+-- stalled) and its own watermark.
+CREATE OR REPLACE VIEW stoatflow.stats AS
+SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
+       p.records_in,
+       p.dropped_late_window, p.dropped_late_session,
+       p.dropped_late_window + p.dropped_late_session AS dropped_late,
+       (SELECT count(*) FROM stoatflow.dead_letters d WHERE d.source_name = s.source_name) AS dead_letters,
+       p.open_windows, p.keys_with_open_windows,
+       p.windows_emitted, p.windows_reemitted, p.sessions_merged,
+       p.last_commit_at,
+       timestamptz 'epoch' + CASE WHEN b.aggregation_id IS NULL THEN pr.watermark_ms ELSE b.watermark_ms END
+           * interval '1 millisecond' AS watermark,
+       timestamptz 'epoch' + p.emit_frontier_ms * interval '1 millisecond' AS emit_frontier,
+       (SELECT count(*) FROM stoatflow.segment g WHERE g.aggregation_id = a.aggregation_id) AS live_segments,
+       (SELECT coalesce(sum(pg_total_relation_size(g.relid)), 0)::bigint
+          FROM stoatflow.segment g WHERE g.aggregation_id = a.aggregation_id) AS state_bytes,
+       p.state_rows_written, p.state_bytes_written,
+       p.freshness_lag_ms * interval '1 millisecond' AS freshness_lag,
+       p.last_error,
+       CASE WHEN b.aggregation_id IS NOT NULL AND coalesce(p.status, 'running') NOT IN ('error', 'stalled')
+            THEN 'backfilling'
+            ELSE coalesce(p.status, CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END) END AS status,
+       p.sink_owed, p.filtered
+  FROM stoatflow.aggregation a
+  JOIN stoatflow.source s ON s.source_id = a.source_id
+  LEFT JOIN stoatflow.aggregation_progress p ON p.aggregation_id = a.aggregation_id
+  LEFT JOIN stoatflow.source_progress pr ON pr.source_id = a.source_id
+  LEFT JOIN stoatflow.backfill b ON b.aggregation_id = a.aggregation_id;
+
 
 ------------------------------------------------------------------------------------------
 -- Pause, resume and removal (README "Changing a running pipeline")

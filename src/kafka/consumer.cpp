@@ -123,6 +123,23 @@ std::pair<std::int64_t, std::int64_t> Consumer::watermarks(const std::string& to
     return {lo, hi};
 }
 
+std::int64_t Consumer::offset_for_time(const std::string& topic, std::int32_t partition,
+                                       std::int64_t ms, int timeout_ms) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = ms;
+    const auto e = rd_kafka_offsets_for_times(rk_, list, timeout_ms);
+    const rd_kafka_topic_partition_t& r = list->elems[0];
+    const rd_kafka_resp_err_t pe = r.err;
+    const std::int64_t offset = r.offset;
+    rd_kafka_topic_partition_list_destroy(list);
+    const rd_kafka_resp_err_t err = e != RD_KAFKA_RESP_ERR_NO_ERROR ? e : pe;
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+        fail("cannot look up the offset at time " + std::to_string(ms) + " of " + topic + "[" +
+             std::to_string(partition) + "]: " + rd_kafka_err2str(err));
+    if (offset < 0) return watermarks(topic, partition, timeout_ms).second;  // none at or after
+    return offset;
+}
+
 std::int32_t Consumer::topic_index(const char* name) {
     if (name == nullptr) return -1;
     const auto n = static_cast<std::int32_t>(topics_.size());
@@ -262,6 +279,32 @@ void Consumer::restart(core::TopicPartition tp, std::int64_t offset) {
             fail("cannot restart " + topic + "[" + std::to_string(partition) + "] at offset " +
                  std::to_string(offset) + ": " + msg);
         }
+    }
+}
+
+void Consumer::park(core::TopicPartition tp) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition);
+    rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk_, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (e) {
+        const std::string msg = rd_kafka_error_string(e);
+        rd_kafka_error_destroy(e);
+        fail("cannot stop reading " + topic_name(tp) + "[" + std::to_string(tp.partition) +
+             "]: " + msg);
+    }
+}
+
+void Consumer::unpark(core::TopicPartition tp, std::int64_t offset) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition)->offset = offset;
+    rd_kafka_error_t* e = rd_kafka_incremental_assign(rk_, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (e) {
+        const std::string msg = rd_kafka_error_string(e);
+        rd_kafka_error_destroy(e);
+        fail("cannot read " + topic_name(tp) + "[" + std::to_string(tp.partition) +
+             "] again at offset " + std::to_string(offset) + ": " + msg);
     }
 }
 

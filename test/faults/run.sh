@@ -19,6 +19,9 @@
 #                      and fast shutdown within 10 s
 #   sink_fuzz          random hostile changes to one aggregation's sink; its sibling stays fresh
 #                      (SINK_FUZZ_SECONDS, default 40; SINK_FUZZ_SEED to replay)
+#   backfill           aggregations added to a running source backfill, siblings stay fresh
+#   backfill_kill9     the same with kill -9 during the backfill and the hand-over
+#   start_from         Apache Kafka only: start_from 'latest' and a timestamp, start_offset a timestamp
 #   broker_kill        Apache Kafka only: broker SIGKILL + restart, then SIGSTOP for 30 s
 #   topic_deleted      Apache Kafka only: the topic deleted under the running source
 #   transactions       Apache Kafka only: aborted and committed transactions, read_committed
@@ -37,7 +40,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz broker_kill topic_deleted transactions
+all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 broker_kill topic_deleted transactions start_from
     partitions_added retention)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi

@@ -68,7 +68,7 @@ sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key =
 psql_try <<EOF >/dev/null || { cat "$WORK/psql.err" >&2; fail "setting up the aggregations failed"; }
 CREATE ROLE fz_owner;
 CREATE SCHEMA fz AUTHORIZATION fz_owner;
-GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text) TO fz_owner;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow.window, text, text, text, interval, text, text, text) TO fz_owner;
 GRANT SELECT ON stoatflow_source.$SOURCE TO fz_owner;
 SET ROLE fz_owner;
 SELECT stoatflow.create_aggregation('victim', '$SOURCE', stoatflow.tumbling('1 minute'),

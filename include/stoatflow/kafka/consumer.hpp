@@ -63,6 +63,10 @@ public:
     // Low and high watermark offsets of a partition. Throws Error.
     std::pair<std::int64_t, std::int64_t> watermarks(const std::string& topic,
                                                      std::int32_t partition, int timeout_ms);
+    // The first offset of the partition whose timestamp is at or after ms (the log end if none).
+    // Throws Error (librdkafka's mock cluster cannot look offsets up by time).
+    std::int64_t offset_for_time(const std::string& topic, std::int32_t partition, std::int64_t ms,
+                                 int timeout_ms);
     // topics: the source's topics in their order (a TopicPartition's topic indexes them);
     // starts: every partition to read, of any of them.
     void assign(const std::vector<std::string>& topics, const std::vector<PartitionStart>& starts);
@@ -83,6 +87,11 @@ public:
     // fetching them (auto.offset.reset=error: never a silent jump); restart() resumes.
     std::vector<core::TopicPartition> take_out_of_range();
     void restart(core::TopicPartition tp, std::int64_t offset);
+    // A backfill reads a partition only up to a bound (README "Backfill and start_from"):
+    // park() stops fetching it (what was prefetched is dropped), unpark() fetches it again from
+    // offset.
+    void park(core::TopicPartition tp);
+    void unpark(core::TopicPartition tp, std::int64_t offset);
 
     // Offsets for lag tools (asynchronous, best effort: PostgreSQL holds the truth).
     void commit_offsets(const std::map<core::TopicPartition, std::int64_t>& next);

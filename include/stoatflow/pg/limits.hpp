@@ -62,6 +62,12 @@ constexpr int kWorkerRestartMaxShift = 6;
 
 // A source without aggregations (or a worker stopped at its memory limit) looks again this often.
 constexpr long kIdleCheckMs = 200;
+// A backfill (README "Backfill and start_from"): how often it reads the source's committed
+// positions (and a source worker looks for a backfill asking it to hold), and how many records
+// behind them it may be when it asks the source's worker to hold: the hold lasts that last
+// stretch only, so the source's other aggregations stay fresh.
+constexpr long kBackfillLookMs = 200;
+constexpr std::int64_t kBackfillHoldLag = 20000;
 // A failed worker retries after 1 s, doubling up to 30 s.
 constexpr std::int64_t kFailureRetryFirstMs = 1000;
 constexpr std::int64_t kFailureRetryMaxMs = 30000;

@@ -21,6 +21,7 @@
 #include "stoatflow/pg/limits.hpp"
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/border/text.hpp"
+#include "stoatflow/pg/worker/worker.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -202,6 +203,50 @@ SpiArg arg_text_array(const std::vector<std::string>& items) {
     return SpiArg{TEXTARRAYOID, make_array(elems, {}, TEXTOID)};
 }
 
+// Where a new aggregation starts (README "Backfill and start_from"). A source is running once
+// its worker committed an offset. On a running source every start but 'latest' (the source's
+// position: no backfill) backfills; so does, on a new source, a start other than the source's
+// start_offset — it joins the source's worker at the positions that worker commits first, so the
+// source needs an aggregation that starts with it.
+struct StartFrom {
+    std::optional<std::string> declared;  // normalized
+    bool backfill = false;
+    std::string from;  // the backfill's start
+};
+
+StartFrom start_from(const OptText& value, const std::string& name, const std::string& source,
+                     std::int32_t source_id) {
+    StartFrom out;
+    if (value) out.declared = start_position(*value, "start_from");
+    const bool running =
+        spi_exec("SELECT 1 FROM stoatflow.partition_offset o WHERE o.source_id = $1 LIMIT 1",
+                 {arg_int32(source_id)}) > 0;
+    spi_exec("SELECT s.start_offset FROM stoatflow.source s WHERE s.source_id = $1",
+             {arg_int32(source_id)});
+    const std::string source_start = spi_text(0, 1).value_or("earliest");
+    if (running) {
+        out.from = out.declared.value_or("earliest");
+        out.backfill = out.from != "latest";
+        return out;
+    }
+    if (!out.declared || *out.declared == source_start) return out;
+    out.backfill = true;
+    out.from = *out.declared;
+    const bool sibling =
+        spi_exec("SELECT 1 FROM stoatflow.aggregation a WHERE a.source_id = $1 AND NOT EXISTS "
+                 "(SELECT 1 FROM stoatflow.backfill b WHERE b.aggregation_id = a.aggregation_id)",
+                 {arg_int32(source_id)}) > 0;
+    if (!sibling)
+        throw Error(sqlstate::kObjectNotInPrerequisiteState,
+                    "aggregation \"" + name + "\" cannot start from '" + out.from + "': source \"" +
+                        source + "\" has not started yet",
+                    "A new source starts at its start_offset ('" + source_start +
+                        "'), with its first aggregations: declare this one without start_from, or "
+                        "once source \"" +
+                        source + "\" runs (it then backfills from there).");
+    return out;
+}
+
 SpiArg arg_opt_text(const OptText& text) { return text ? arg_text(*text) : arg_null(TEXTOID); }
 
 }  // namespace
@@ -291,12 +336,13 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
         sink_oid = create_sink(sink, columns, owner, comment);
     }
 
+    const StartFrom start = start_from(r.start_from, name, source, src.id);
     spi_exec(
         "INSERT INTO stoatflow.aggregation (aggregation_name, source_id, kind, size_ms, "
         "advance_ms, grace_ms, aggregates, agg_functions, agg_fields, agg_columns, sink, emit, "
         "retention_ms, segment_interval_ms, owner, sink_schema, sink_table, group_by, filter, "
-        "executor) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::bigint::oid, $12, $13, "
-        "$14, $15::bigint::oid, $16, $17, $18, $19, $20::text::boolean)",
+        "executor, start_from) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::bigint::oid, "
+        "$12, $13, $14, $15::bigint::oid, $16, $17, $18, $19, $20::text::boolean, $21)",
         {arg_text(name),
          arg_int32(src.id),
          arg_text(kind),
@@ -316,10 +362,18 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
          arg_text(sink.table),
          arg_opt_text(stored.group_by),
          arg_opt_text(stored.filter),
-         arg_text(fast ? "false" : "true")});
+         arg_text(fast ? "false" : "true"),
+         start.declared ? arg_text(*start.declared) : arg_null(TEXTOID)});
     spi_exec("INSERT INTO stoatflow.aggregation_progress (aggregation_id) SELECT a.aggregation_id "
              "FROM stoatflow.aggregation a WHERE a.aggregation_name = $1",
              {arg_text(name)});
+    if (start.backfill) {
+        spi_exec("INSERT INTO stoatflow.backfill (aggregation_id, source_id, start_from) SELECT "
+                 "a.aggregation_id, a.source_id, $2 FROM stoatflow.aggregation a WHERE "
+                 "a.aggregation_name = $1",
+                 {arg_text(name), arg_text(start.from)});
+        wake_launcher_at_commit();  // its backfill worker
+    }
     spi.finish();
 }
 
@@ -351,7 +405,7 @@ WindowArg window_arg(FunctionCallInfo fcinfo, int i) {
 }  // namespace
 
 // create_aggregation(aggregation_name, source, "window", aggregates, sink, emit, retention,
-// group_by, filter)
+// group_by, filter, start_from)
 STOATFLOW_FUNCTION(stoatflow_create_aggregation) {
     AggregationRequest r;
     r.aggregation_name = opt_text_arg(fcinfo, 0);
@@ -363,6 +417,7 @@ STOATFLOW_FUNCTION(stoatflow_create_aggregation) {
     r.retention = PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6);
     r.group_by = opt_text_arg(fcinfo, 7);
     r.filter = opt_text_arg(fcinfo, 8);
+    if (PG_NARGS() > 9) r.start_from = opt_text_arg(fcinfo, 9);
     create_aggregation(r);
     PG_RETURN_VOID();
 }

@@ -130,10 +130,10 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
     if (r.format != std::optional<std::string>("json"))
         bad("unknown format \"" + r.format.value_or("<NULL>") + "\"",
             "The supported format is 'json' (one JSON object per message).");
-    if (r.start_offset != std::optional<std::string>("earliest") &&
-        r.start_offset != std::optional<std::string>("latest"))
-        bad("unknown start_offset \"" + r.start_offset.value_or("<NULL>") + "\"",
-            "Use 'earliest' or 'latest'.");
+    if (!r.start_offset)
+        bad("unknown start_offset \"<NULL>\"",
+            "Use 'earliest', 'latest' or a timestamp such as '2026-11-01 00:00:00+00'.");
+    const std::string start_offset = start_position(*r.start_offset, "start_offset");
     if (!ooo_ms || *ooo_ms < 0) bad("max_out_of_orderness must be zero or positive");
     if (idle_ms && *idle_ms <= 0) bad("idle_timeout must be positive (or NULL for never)");
     if (future_ms && *future_ms < 0)
@@ -169,7 +169,7 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
              "$14::jsonb, $15)",
              {arg_text(name), arg_text(topic_text), arg_text(*r.brokers), arg_text(*r.format),
               arg_opt_text(key), arg_opt_text(event_time), arg_opt_int64(ooo_ms),
-              arg_opt_int64(idle_ms), arg_text(*r.start_offset), arg_text(*r.kafka_options),
+              arg_opt_int64(idle_ms), arg_text(start_offset), arg_text(*r.kafka_options),
               arg_int64(caller), arg_opt_int64(future_ms), arg_opt_text(columns),
               arg_text(*r.format_options),
               SpiArg{TEXTARRAYOID, make_array(topic_elems, {}, TEXTOID)}});

@@ -50,6 +50,26 @@ declare::WindowCheck declare::check_window(const std::string& kind, core::Millis
     return out;
 }
 
+// README "Backfill and start_from": a timestamp is read as a timestamptz literal (the session's
+// TimeZone for one without an offset) and kept in UTC, so the worker reads the same instant.
+std::string declare::start_position(const std::string& value, const std::string& what) {
+    if (value == "earliest" || value == "latest") return value;
+    std::string normalized;
+    const bool ok =
+        in_subtransaction([](const Error& e) { return e.sqlstate().rfind("22", 0) == 0; },
+                          [&] {
+                              spi_exec("SELECT pg_catalog.to_char(pg_catalog.timezone('UTC', "
+                                       "$1::pg_catalog.timestamptz), 'YYYY-MM-DD HH24:MI:SS.US') "
+                                       "OPERATOR(pg_catalog.||) '+00'",
+                                       {arg_text(value)});
+                              normalized = spi_text(0, 1).value_or("");
+                          });
+    if (!ok || normalized.empty())
+        throw Error(sqlstate::kInvalidParameterValue, "unknown " + what + " \"" + value + "\"",
+                    "Use 'earliest', 'latest' or a timestamp such as '2026-11-01 00:00:00+00'.");
+    return normalized;
+}
+
 // Source and aggregation names: identifiers a user can type unquoted.
 void declare::check_name(const std::string& what, const OptText& name) {
     bool ok = name && !name->empty() && core::name_fits(name->size());

@@ -119,6 +119,12 @@ STOATFLOW_FUNCTION(stoatflow_wait_caught_up) {
                     committed[{t, static_cast<std::int32_t>(*spi_int64(r, 2))}] = *spi_int64(r, 3);
             }
             paused = source_is_paused(src.id);
+            // An aggregation still backfilling has not caught up (README "Backfill and
+            // start_from").
+            if (spi_exec("SELECT 1 FROM stoatflow.backfill b WHERE b.source_id "
+                         "OPERATOR(pg_catalog.=) $1 LIMIT 1",
+                         {arg_int32(src.id)}) > 0)
+                done = false;
             spi.finish();
             if (paused) {
                 notice_paused(name);

@@ -82,6 +82,10 @@ STOATFLOW_FUNCTION(stoatflow__process_messages) {
     // this call is rolled back and run again from the committed state, the failing record now
     // that aggregation's dead letter. Each record can fail once per aggregation.
     flow::UserCodeLedger ledger;
+    // The records come from the caller, not from a topic: there is no history to backfill
+    // (README "Backfill and start_from"), every aggregation of the source takes them from here on.
+    spi_exec("DELETE FROM stoatflow.backfill WHERE source_id OPERATOR(pg_catalog.=) $1",
+             {arg_int32(def.id)});
     const std::vector<AggregationDef> aggregations = load_aggregations(def.id);
     for (std::size_t attempt = 0;; ++attempt) {
         try {

@@ -69,16 +69,19 @@ struct Running {
     int failures = 0;
 };
 
-void start_worker(std::int32_t id, const std::string& name, Running& r) {
+// backfill: a backfill worker for aggregation `id` (README "Backfill and start_from"), else the
+// source worker of source `id`.
+void start_worker(std::int32_t id, const std::string& name, Running& r, bool backfill = false) {
     BackgroundWorker w;
     memset(&w, 0, sizeof w);
     w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
     w.bgw_start_time = BgWorkerStart_RecoveryFinished;
     w.bgw_restart_time = BGW_NEVER_RESTART;  // the launcher restarts it, with backoff
     snprintf(w.bgw_library_name, BGW_MAXLEN, "stoatflow");
-    snprintf(w.bgw_function_name, BGW_MAXLEN, "stoatflow_source_worker_main");
-    snprintf(w.bgw_name, BGW_MAXLEN, "stoatflow source %s", name.c_str());
-    snprintf(w.bgw_type, BGW_MAXLEN, "stoatflow source %s", name.c_str());
+    const char* kind = backfill ? "backfill" : "source";
+    snprintf(w.bgw_function_name, BGW_MAXLEN, "stoatflow_%s_worker_main", kind);
+    snprintf(w.bgw_name, BGW_MAXLEN, "stoatflow %s %s", kind, name.c_str());
+    snprintf(w.bgw_type, BGW_MAXLEN, "stoatflow %s %s", kind, name.c_str());
     w.bgw_main_arg = Int32GetDatum(id);
     w.bgw_notify_pid = MyProcPid;
     BackgroundWorkerHandle* handle = nullptr;
@@ -95,7 +98,7 @@ void start_worker(std::int32_t id, const std::string& name, Running& r) {
         return;
     }
     r.next_start = wall_now() + kWorkerSlotRetryMs;
-    if (r.waiting) return;  // said once; looked at again every kWorkerSlotRetryMs
+    if (r.waiting || backfill) return;  // said once; looked at again every kWorkerSlotRetryMs
     r.waiting = true;
     const std::string source = name;
     pg_call([&] {
@@ -117,6 +120,38 @@ void start_worker(std::int32_t id, const std::string& name, Running& r) {
     }
 }
 
+// One worker per entry of `wanted` (started, restarted with backoff after an exit), none for the
+// others (terminated).
+void keep_running(std::map<std::int32_t, Running>& workers,
+                  const std::map<std::int32_t, std::string>& wanted, core::Millis now,
+                  bool backfill) {
+    for (auto it = workers.begin(); it != workers.end();) {
+        if (!wanted.count(it->first)) {
+            // (A backfill worker that joined is leaving anyway: SIGTERM writes nothing then.)
+            if (it->second.handle)
+                pg_call([&] { TerminateBackgroundWorker(it->second.handle.get()); });
+            it = workers.erase(it);  // frees the handle
+        } else {
+            ++it;
+        }
+    }
+    for (const auto& [id, name] : wanted) {
+        Running& r = workers[id];
+        if (r.handle) {
+            pid_t pid;
+            const auto st = pg_call([&] { return GetBackgroundWorkerPid(r.handle.get(), &pid); });
+            if (st != BGWH_STOPPED) {
+                if (now - r.started_at > kWorkerHealthyMs) r.failures = 0;
+                continue;
+            }
+            r.handle.reset();  // exited or crashed: restart with backoff
+            r.failures = std::min(r.failures + 1, kWorkerRestartMaxShift);
+            r.next_start = now + std::min<core::Millis>(kWorkerRestartMaxMs, 500LL << r.failures);
+        }
+        if (now >= r.next_start) start_worker(id, name, r, backfill);
+    }
+}
+
 void run_launcher() {
     pg_call([] {
         LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
@@ -124,10 +159,10 @@ void run_launcher() {
         LWLockRelease(AddinShmemInitLock);
     });
     LoopMemory loop;
-    std::map<std::int32_t, Running> workers;
+    std::map<std::int32_t, Running> workers, backfill_workers;
     while (!got_sigterm) {
         loop.next_iteration();
-        std::map<std::int32_t, std::string> sources;
+        std::map<std::int32_t, std::string> sources, backfills;
         try {
             in_transaction([&] {
                 if (!extension_present()) return;
@@ -135,38 +170,25 @@ void run_launcher() {
                     "SELECT source_id, source_name FROM stoatflow.source ORDER BY source_id");
                 for (std::uint64_t r = 0; r < n; ++r)
                     sources[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_text(r, 2);
+                // One backfill worker per backfilling aggregation (README "Backfill and
+                // start_from"); a catalog from before 0.3 has none.
+                if (spi_exec("SELECT 1 FROM pg_catalog.pg_class WHERE oid OPERATOR(pg_catalog.=) "
+                             "pg_catalog.to_regclass('stoatflow.backfill')") == 0)
+                    return;
+                const auto b = spi_exec(
+                    "SELECT b.aggregation_id, a.aggregation_name FROM stoatflow.backfill b JOIN "
+                    "stoatflow.aggregation a USING (aggregation_id) ORDER BY 1");
+                for (std::uint64_t r = 0; r < b; ++r)
+                    backfills[static_cast<std::int32_t>(*spi_int64(r, 1))] = *spi_text(r, 2);
             });
         } catch (const std::exception& e) {
             const std::string msg = e.what();
             pg_call([&] { elog(LOG, "stoatflow launcher: %s", msg.c_str()); });
         }
         const core::Millis now = wall_now();
-        for (auto it = workers.begin(); it != workers.end();) {
-            if (!sources.count(it->first)) {
-                if (it->second.handle)
-                    pg_call([&] { TerminateBackgroundWorker(it->second.handle.get()); });
-                it = workers.erase(it);  // frees the handle
-            } else {
-                ++it;
-            }
-        }
-        for (const auto& [id, name] : sources) {
-            Running& r = workers[id];
-            if (r.handle) {
-                pid_t pid;
-                const auto st =
-                    pg_call([&] { return GetBackgroundWorkerPid(r.handle.get(), &pid); });
-                if (st != BGWH_STOPPED) {
-                    if (now - r.started_at > kWorkerHealthyMs) r.failures = 0;
-                    continue;
-                }
-                r.handle.reset();  // exited or crashed: restart with backoff
-                r.failures = std::min(r.failures + 1, kWorkerRestartMaxShift);
-                r.next_start =
-                    now + std::min<core::Millis>(kWorkerRestartMaxMs, 500LL << r.failures);
-            }
-            if (now >= r.next_start) start_worker(id, name, r);
-        }
+        keep_running(workers, sources, now, false);
+        // A backfill worker leaves once it joined: its row is gone, it is not restarted.
+        keep_running(backfill_workers, backfills, now, true);
         wait_ms(kLauncherLookMs);
     }
 }

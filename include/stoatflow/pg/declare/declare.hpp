@@ -43,6 +43,7 @@ struct AggregationRequest {
     OptText aggregates, sink, emit;
     Datum retention = 0;  // interval, or 0: NULL
     OptText group_by, filter;
+    OptText start_from;  // 'earliest', 'latest', a timestamp, or NULL
 };
 
 void create_source(const SourceRequest& request);
@@ -52,6 +53,11 @@ void create_aggregation(const AggregationRequest& request);
 
 // Milliseconds of an interval (floored); months and years refused (22023, naming `what`).
 core::Millis interval_ms(Datum interval, const std::string& what);
+
+// A start position (create_source's start_offset, create_aggregation's start_from): 'earliest',
+// 'latest', or a timestamp, returned normalized in UTC ('2026-11-01 00:00:00+00'); anything
+// else is refused (22023, naming `what`). README "Backfill and start_from".
+std::string start_position(const std::string& value, const std::string& what);
 
 // Source and aggregation names: identifiers a user can type unquoted (42602).
 void check_name(const std::string& what, const OptText& name);

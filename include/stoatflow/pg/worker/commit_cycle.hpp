@@ -84,6 +84,16 @@ public:
     // Reads committed offsets, the watermark and every aggregation's live windows (SPI connected).
     void restore();
 
+    // A backfill (README "Backfill and start_from"): this cycle runs the one aggregation
+    // `aggregation_id`; its watermark and positions are its own (stoatflow.backfill,
+    // stoatflow.backfill_offset), restored and written instead of the source's; dead letters and
+    // the source's progress are the source worker's and not written. Set before restore().
+    void set_backfill(std::int32_t aggregation_id) { backfill_ = aggregation_id; }
+    std::int32_t backfill() const { return backfill_; }
+    // The next write joins the aggregation to its source: the backfill row goes (with its
+    // positions), in the same transaction as its last state.
+    void set_joining() { joining_ = true; }
+
     // Writes everything since the last commit into the current transaction:
     // write(take_snapshot(now)).
     void commit(core::Millis now);
@@ -154,9 +164,13 @@ private:
     flow::UserCodeLedger own_ledger_;  // when the caller keeps none (process_records)
     flow::UserCodeLedger* ledger_;
     std::int64_t memory_limit_ = 0, memory_reserve_ = 0;
+    std::int32_t backfill_ = 0;  // the aggregation backfilled; 0: the source's cycle
+    bool joining_ = false;
+    void write_backfill_progress(const flow::CommitSnapshot& snap);
 };
 
-// The watermark of the aggregation's source as last committed (kNoTime before the first commit).
+// The watermark of the aggregation as last committed: its source's, or its own while it
+// backfills (kNoTime before the first commit).
 core::Millis committed_watermark(std::int32_t aggregation_id);
 
 }  // namespace stoatflow::pg

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -22,7 +23,11 @@ namespace stoatflow::pg {
 
 class SourceWorker {
 public:
-    explicit SourceWorker(std::int32_t source_id, const flow::Clock& clock);
+    // backfill: an aggregation id to run the source's worker as that aggregation's backfill
+    // worker (README "Backfill and start_from"; src/pg/worker/README.md "Backfill"); 0: the
+    // source worker.
+    explicit SourceWorker(std::int32_t source_id, const flow::Clock& clock,
+                          std::int32_t backfill = 0);
     void run();
 
 private:
@@ -56,8 +61,32 @@ private:
     std::string aggregation_signature();
     bool source_exists();
     bool source_paused();
+    // backfill.cpp
+    bool answer_holds();
+    bool source_held();
+    std::int64_t backfill_start(const SourceDef& src, kafka::Consumer& consumer,
+                                core::TopicPartition tp, std::int64_t lo, std::int64_t hi);
+    void read_limits();
+    bool backfill_step(core::Millis now);
+    bool backfill_admits(core::TopicPartition tp, std::int64_t offset);
+    std::int64_t position(core::TopicPartition tp);
+    std::int64_t limit_of(core::TopicPartition tp) const;
+    bool reached(core::TopicPartition tp);
+    bool backfill_row_locked();
+    bool hold_pending();
 
     std::int32_t source_id_;
+    // A backfill worker's (backfill_ != 0): its aggregation, the source's committed positions it
+    // reads up to, partitions stopped at them, the next offset each may hand to the path, and
+    // where the hand-over stands.
+    std::int32_t backfill_ = 0;
+    std::string backfill_name_, backfill_from_;
+    std::map<core::TopicPartition, std::int64_t> limit_, next_admitted_;
+    std::map<core::TopicPartition, std::int64_t> parked_;  // → the limit it was parked at
+    std::set<core::TopicPartition> to_park_;
+    core::Millis holds_checked_at_ = 0;  // a source worker: when it last looked for a hold
+    bool hold_requested_ = false, held_ = false, joined_ = false;
+    core::Millis limits_read_at_ = 0;
     const flow::Clock& clock_;
     std::unique_ptr<CommitCycle> pipeline_;
     std::unique_ptr<kafka::Consumer> consumer_;

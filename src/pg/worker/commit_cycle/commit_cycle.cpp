@@ -103,23 +103,36 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
 }
 
 core::Millis committed_watermark(std::int32_t aggregation_id) {
-    if (spi_exec(
-            "SELECT p.watermark_ms FROM stoatflow.source_progress p JOIN stoatflow.aggregation a "
-            "USING (source_id) WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
-            {arg_int32(aggregation_id)}) > 0 &&
+    if (spi_exec("SELECT CASE WHEN b.aggregation_id IS NULL THEN p.watermark_ms ELSE "
+                 "b.watermark_ms END FROM stoatflow.aggregation a LEFT JOIN "
+                 "stoatflow.source_progress p ON p.source_id OPERATOR(pg_catalog.=) a.source_id "
+                 "LEFT JOIN stoatflow.backfill b ON b.aggregation_id OPERATOR(pg_catalog.=) "
+                 "a.aggregation_id WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(aggregation_id)}) > 0 &&
         !spi_isnull(0, 1))
         return *spi_int64(0, 1);
     return core::kNoTime;
 }
 
 void CommitCycle::restore() {
-    if (spi_exec("SELECT watermark_state, commit_seq FROM stoatflow.source_progress "
-                 "WHERE source_id OPERATOR(pg_catalog.=) $1",
-                 {arg_int32(source_.id)}) > 0)
+    if (backfill_ != 0) {
+        if (spi_exec("SELECT watermark_state, commit_seq FROM stoatflow.backfill WHERE "
+                     "aggregation_id OPERATOR(pg_catalog.=) $1 AND watermark_state IS NOT NULL",
+                     {arg_int32(backfill_)}) > 0)
+            path_.restore_progress(*spi_text(0, 1), *spi_int64(0, 2));
+    } else if (spi_exec("SELECT watermark_state, commit_seq FROM stoatflow.source_progress "
+                        "WHERE source_id OPERATOR(pg_catalog.=) $1",
+                        {arg_int32(source_.id)}) > 0) {
         path_.restore_progress(*spi_text(0, 1), *spi_int64(0, 2));
-    const auto n = spi_exec("SELECT topic, partition, next_offset FROM stoatflow.partition_offset "
-                            "WHERE source_id OPERATOR(pg_catalog.=) $1",
-                            {arg_int32(source_.id)});
+    }
+    const auto n =
+        backfill_ != 0
+            ? spi_exec("SELECT topic, partition, next_offset FROM stoatflow.backfill_offset "
+                       "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                       {arg_int32(backfill_)})
+            : spi_exec("SELECT topic, partition, next_offset FROM stoatflow.partition_offset "
+                       "WHERE source_id OPERATOR(pg_catalog.=) $1",
+                       {arg_int32(source_.id)});
     for (std::uint64_t r = 0; r < n; ++r) {
         const std::int32_t t = topic_index(source_, *spi_text(r, 1));
         if (t < 0)
@@ -196,7 +209,8 @@ void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& s
     // The aggregation's own error: its sink's while that fails, else what its code last did
     // wrong (kept after recovery, like a source's last_error); status says which state it is in.
     std::string error = agg.sink.error();
-    std::string status = error.empty() ? "running" : "error";
+    std::string status =
+        error.empty() ? (backfill_ != 0 && !joining_ ? "backfilling" : "running") : "error";
     if (const flow::UserCodeLedger::Stall* st = ledger_->resting(agg.def.id, snap.now)) {
         status = "stalled";
         error = st->error;
@@ -245,9 +259,49 @@ CommitCounts CommitCycle::write(const flow::CommitSnapshot& snap) {
         counts.sink_rows += static_cast<std::int64_t>(snap.aggs[i].out.upserts.size());
         counts.sink_deletes += static_cast<std::int64_t>(snap.aggs[i].out.deletes.size());
     }
+    if (backfill_ != 0) {
+        write_backfill_progress(snap);
+        return counts;
+    }
     write_dead_letters(snap);
     write_progress(snap);
     return counts;
+}
+
+// A backfill's commit: its watermark and positions (README "Backfill and start_from"). Joining,
+// the backfill row goes instead; the source's commit_seq is raised to the backfill's so that the
+// source's next commits write state rows newer than the backfill's (a segment keeps the newest
+// row of a window by commit_seq). The source worker holds meanwhile and commits nothing.
+void CommitCycle::write_backfill_progress(const flow::CommitSnapshot& snap) {
+    if (joining_) {
+        spi_exec("UPDATE stoatflow.source_progress SET commit_seq = "
+                 "GREATEST(commit_seq, $2) WHERE source_id OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(source_.id), arg_int64(snap.seq)});
+        spi_exec("DELETE FROM stoatflow.backfill WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(backfill_)});
+        return;
+    }
+    spi_exec("UPDATE stoatflow.backfill SET watermark_ms = $2, watermark_state = $3, commit_seq = "
+             "$4, committed_at = pg_catalog.now() WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+             {arg_int32(backfill_),
+              snap.watermark == core::kNoTime ? arg_null(INT8OID) : arg_int64(snap.watermark),
+              arg_text(snap.watermark_state), arg_int64(snap.seq)});
+    if (snap.next_offsets.empty()) return;
+    std::vector<Datum> topics, parts, offsets;
+    for (const auto& [tp, o] : snap.next_offsets) {
+        topics.push_back(text_datum(path_.topic_name(tp.topic)));
+        parts.push_back(Int32GetDatum(tp.partition));
+        offsets.push_back(Int64GetDatum(o));
+    }
+    spi_exec("INSERT INTO stoatflow.backfill_offset (aggregation_id, topic, partition, "
+             "next_offset) SELECT $1, t, p, o FROM " +
+                 unnest_rows(3, 2) +
+                 " AS u(t, p, o) ON CONFLICT (aggregation_id, topic, partition) DO UPDATE SET "
+                 "next_offset = EXCLUDED.next_offset",
+             {arg_int32(backfill_),
+              {TEXTARRAYOID, make_array(topics, {}, TEXTOID)},
+              {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
+              {INT8ARRAYOID, make_array(offsets, {}, INT8OID)}});
 }
 
 void CommitCycle::write_dead_letters(const flow::CommitSnapshot& snap) {

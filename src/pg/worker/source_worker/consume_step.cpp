@@ -43,6 +43,8 @@ void SourceWorker::step() {
     // Executor mode: every record is converted and evaluated here (README "Expressions and
     // PostgreSQL aggregates").
     if (pipeline_->path().exec_waiting() > 0) in_transaction([&] { pipeline_->run_executor(); });
+    // A backfill: stop at the source's positions, ask for the hold, join (backfill.cpp).
+    if (backfill_ != 0 && backfill_step(now)) return;
     out_of_range(now);
     // Partitions that have never delivered a record but now have some waiting hold the
     // watermark again, so a burst on one partition cannot make the others late.
@@ -77,6 +79,12 @@ void SourceWorker::step() {
     show_status(now);
 
     reload_config_if_pending();
+    // A backfill asking to join holds the source at its next commit (backfill.cpp).
+    bool hold = false;
+    if (backfill_ == 0 && now - holds_checked_at_ >= kBackfillLookMs) {
+        holds_checked_at_ = now;
+        in_transaction([&] { hold = hold_pending(); });
+    }
     const core::CommitPolicy policy{commit_interval_ms, catchup_commit_interval_ms};
     const core::Millis later = clock_.now();
     // A record whose fold failed was passed (its dead letter noted): commit now, so that a
@@ -84,7 +92,7 @@ void SourceWorker::step() {
     if (commit_timer_.due(policy, later, pipeline_->path().records_since_commit(),
                           pipeline_->path().pending_changes(), waiting,
                           pipeline_->path().pending_segments()) ||
-        pipeline_->sink_retry_due(later) || ledger_.applied)
+        pipeline_->sink_retry_due(later) || ledger_.applied || hold)
         commit(false);
 }
 
@@ -94,11 +102,15 @@ bool SourceWorker::consume(flow::RecordPath& path, int timeout_ms, core::Millis 
     return consumer_->poll(
                kPollBatch, timeout_ms,
                [&](const kafka::Message& m) {
+                   if (backfill_ != 0 && !backfill_admits({m.topic_index, m.partition}, m.offset))
+                       return;
                    path.process(m.topic_index, m.partition, m.offset, m.payload, m.len, m.key,
                                 m.key_len, m.timestamp, now, m.headers, m.header_count);
                },
                [&](core::TopicPartition tp, std::int64_t end) {
                    progress_end(tp, end);
+                   // A backfill's position never passes the source's (records it skipped).
+                   if (backfill_ != 0 && end > limit_of(tp)) return;
                    offsets_moved_ |= path.end_of_partition(tp, end, now);
                }) > 0;
 }
@@ -226,9 +238,16 @@ void SourceWorker::commit(bool final) {
                     [this, &path = pipeline_->path()] { return consume_while_writing(path); });
             CommitCounts counts;
             in_transaction([&] {
+                if (backfill_ != 0 && !backfill_row_locked()) {
+                    rebuild = true;  // joined or dropped meanwhile: nothing to write
+                    return;
+                }
                 counts = pipeline_->write(snap);
-                write_partition_status(status);
+                if (backfill_ == 0) write_partition_status(status);
                 rebuild = aggregation_signature() != signature_;
+                // A backfill asked to join: its positions are these (README "Backfill and
+                // start_from").
+                if (backfill_ == 0 && answer_holds()) rebuild = true;
             });
             const double ms = std::chrono::duration<double, std::milli>(
                                   std::chrono::steady_clock::now() - started)
@@ -238,12 +257,14 @@ void SourceWorker::commit(bool final) {
             snapshot_bytes_ = 0;
             give_back_memory(pipeline_->path().memory_bytes());
         }
-        consumer_->commit_offsets(snap.next_offsets);
+        if (backfill_ == 0) consumer_->commit_offsets(snap.next_offsets);
         ledger_.committed(snap.next_offsets);
         ledger_.applied = false;
     } else if (!final) {
-        in_transaction(
-            [&] { rebuild = aggregation_signature() != signature_ || !source_exists(); });
+        in_transaction([&] {
+            rebuild = aggregation_signature() != signature_ || !source_exists();
+            if (backfill_ == 0 && answer_holds()) rebuild = true;
+        });
     }
     if (status_rule_.committed())
         set_status("running", "");  // a commit went through: the failure is over
@@ -251,14 +272,24 @@ void SourceWorker::commit(bool final) {
     if (rebuild && !final) drop_pipeline();
 }
 
-// The aggregations of the source, and whether it is paused (README "Pausing a source"): a change
-// of either is seen at the next commit and makes the worker start over.
+// The aggregations this worker runs (a source worker those that do not backfill, a backfill
+// worker its own while it backfills), and whether the source is paused (README "Pausing a
+// source"): a change of either is seen at the next commit and makes the worker start over.
 std::string SourceWorker::aggregation_signature() {
+    if (backfill_ != 0)
+        return std::string(spi_exec("SELECT 1 FROM stoatflow.backfill WHERE aggregation_id "
+                                    "OPERATOR(pg_catalog.=) $1",
+                                    {arg_int32(backfill_)}) > 0
+                               ? "backfill"
+                               : "") +
+               (source_paused() ? ";paused" : "");
     spi_exec(
         "SELECT coalesce(pg_catalog.string_agg(aggregation_id::pg_catalog.text, ',' ORDER BY aggregation_id), '') "
         "OPERATOR(pg_catalog.||) CASE WHEN EXISTS (SELECT 1 FROM stoatflow.source s WHERE "
         "s.source_id OPERATOR(pg_catalog.=) $1 AND s.paused) THEN ';paused' ELSE '' END "
-        "FROM stoatflow.aggregation WHERE source_id OPERATOR(pg_catalog.=) $1",
+        "FROM stoatflow.aggregation a WHERE source_id OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
+        "(SELECT 1 FROM stoatflow.backfill b WHERE b.aggregation_id OPERATOR(pg_catalog.=) "
+        "a.aggregation_id)",
         {arg_int32(source_id_)});
     return *spi_text(0, 1);
 }

@@ -3,7 +3,9 @@
 // when partitions are added, and the status row. The step itself is in consume_step.cpp.
 #include "stoatflow/core/error.hpp"
 
+#include <algorithm>
 #include <optional>
+#include <set>
 
 #include <malloc.h>
 #include <string>
@@ -23,6 +25,7 @@ extern "C" {
 #include "storage/ipc.h"
 
 PGDLLEXPORT void stoatflow_source_worker_main(Datum arg);
+PGDLLEXPORT void stoatflow_backfill_worker_main(Datum arg);
 }
 
 namespace stoatflow::pg {
@@ -34,13 +37,13 @@ std::string megabytes(std::int64_t bytes) {
 }
 }  // namespace
 
-SourceWorker::SourceWorker(std::int32_t source_id, const flow::Clock& clock)
-    : source_id_(source_id), clock_(clock) {}
+SourceWorker::SourceWorker(std::int32_t source_id, const flow::Clock& clock, std::int32_t backfill)
+    : source_id_(source_id), backfill_(backfill), clock_(clock) {}
 
 void SourceWorker::run() {
     flow::Backoff backoff(kFailureRetryFirstMs, kFailureRetryMaxMs);
     LoopMemory loop;
-    while (!got_sigterm) {
+    while (!got_sigterm && !joined_) {
         loop.next_iteration();
         try {
             if (memory_stopped_at_ != 0) {  // stopped in the middle of a batch: see below
@@ -83,7 +86,7 @@ void SourceWorker::run() {
             wait_ms(backoff.failed());
         }
     }
-    if (pipeline_) {
+    if (pipeline_ && !joined_) {
         try {
             commit(true);  // graceful shutdown: make durable what was consumed
         } catch (const std::exception& e) {
@@ -129,44 +132,89 @@ SourceWorker::Start SourceWorker::start() {
     std::optional<SourceDef> src;
     std::vector<AggregationDef> aggs;
     bool paused = false;
+    bool held = false;
     in_transaction([&] {
         src = load_source_by_id(source_id_);
         if (src) {
-            aggs = load_aggregations(source_id_);
+            // A source worker runs the aggregations that do not backfill; a backfill worker its
+            // one aggregation, while its backfill row exists (README "Backfill and start_from").
+            std::set<std::int32_t> backfilling;
+            const auto n = spi_exec(
+                "SELECT b.aggregation_id, b.start_from, a.aggregation_name FROM stoatflow.backfill "
+                "b JOIN stoatflow.aggregation a USING (aggregation_id) WHERE b.source_id "
+                "OPERATOR(pg_catalog.=) $1",
+                {arg_int32(source_id_)});
+            for (std::uint64_t r = 0; r < n; ++r) {
+                const auto id = static_cast<std::int32_t>(*spi_int64(r, 1));
+                backfilling.insert(id);
+                if (id == backfill_) {
+                    backfill_from_ = *spi_text(r, 2);
+                    backfill_name_ = *spi_text(r, 3);
+                }
+            }
+            if (backfill_ != 0 && !backfilling.count(backfill_)) {
+                src.reset();  // joined or dropped: this worker is done
+                return;
+            }
+            for (auto& a : load_aggregations(source_id_))
+                if (backfill_ != 0 ? a.id == backfill_ : !backfilling.count(a.id))
+                    aggs.push_back(std::move(a));
             signature_ = aggregation_signature();
             paused = source_paused();
+            if (backfill_ == 0) held = answer_holds() || source_held();
         }
     });
     if (!src) return Start::Dropped;
-    // Paused (README "Pausing a source"): nothing is consumed; looked at again like an idle
-    // source, so resume_source (or drop_source) is seen within kIdleCheckMs.
+    // Paused (README "Pausing a source"): nothing is consumed, by the source's worker or its
+    // backfills; looked at again like an idle source, so resume_source (or drop_source) is seen
+    // within kIdleCheckMs.
     if (paused) {
         set_status("paused", status_rule_.last_error());
         return Start::NoAggregations;
     }
+    if (held) return Start::NoAggregations;  // a backfill joins at the committed positions
     if (aggs.empty()) {
         set_status("idle", "");
         return Start::NoAggregations;
     }
     const std::string name = src->name;
-    pg_call([&] { pgstat_report_appname(("stoatflow " + name).c_str()); });
+    const std::string app =
+        backfill_ != 0 ? "stoatflow backfill " + backfill_name_ : "stoatflow " + name;
+    pg_call([&] { pgstat_report_appname(app.c_str()); });
     std::unique_ptr<CommitCycle> pipeline;
     in_transaction([&] {
         pipeline = std::make_unique<CommitCycle>(*src, std::move(aggs),
                                                  &ledger_);  // resolves a row type
+        if (backfill_ != 0) pipeline->set_backfill(backfill_);
         pipeline->restore();
     });
 
-    auto consumer = std::make_unique<kafka::Consumer>(src->brokers, src->kafka_options,
-                                                      kafka::source_group_id(database_name, name));
+    // A backfill never commits offsets to Kafka: its group holds none to remove.
+    auto consumer = std::make_unique<kafka::Consumer>(
+        src->brokers, src->kafka_options,
+        kafka::source_group_id(database_name, name) +
+            (backfill_ != 0 ? "-backfill-" + backfill_name_ : std::string()));
     consumer->want_headers(src->has_columns);  // kafka_headers
     std::vector<kafka::PartitionStart> starts;
     std::vector<std::size_t> counts;
-    topics_ = src->topics;  // (note_skip names them)
+    topics_ = src->topics;              // (note_skip names them)
+    if (backfill_ != 0) read_limits();  // (by topic name)
     high_.clear();
     const bool latest = src->start_offset == "latest";
     const bool fresh = pipeline->path().next_offsets().empty();
-    const auto& stored_offsets = pipeline->path().next_offsets();
+    std::optional<core::Millis> start_ms;  // a timestamp start_offset
+    if (fresh && backfill_ == 0 && !latest && src->start_offset != "earliest")
+        in_transaction([&] {
+            spi_exec(
+                "SELECT pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.timestamptz) "
+                "OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
+                {arg_text(src->start_offset)});
+            start_ms = *spi_int64(0, 1);
+        });
+    const auto stored_offsets = pipeline->path().next_offsets();
+    next_admitted_.clear();
+    parked_.clear();
+    to_park_.clear();
     // Every partition of every topic; the watermark is one over all of them (README "Expressions
     // and PostgreSQL aggregates").
     for (std::size_t t = 0; t < src->topics.size(); ++t) {
@@ -186,14 +234,24 @@ SourceWorker::Start SourceWorker::start() {
                     note_skip(pipeline->path(), tp, from, lo);
                     from = lo;
                 }
+            } else if (backfill_ != 0) {
+                from = backfill_start(*src, *consumer, tp, lo, hi);
+                pipeline->path().restore_offset(tp, from);  // written by the first commit
+                offsets_moved_ = true;
             } else {
                 // start_offset applies to a new source only; a partition added to a running
                 // topic is read from its start.
-                from = latest && fresh ? hi : lo;
+                from = latest && fresh ? hi
+                       : start_ms && fresh
+                           ? consumer->offset_for_time(topic, p, *start_ms, kKafkaTimeoutMs)
+                           : lo;
             }
             starts.push_back({tp, from});
-            // A partition with records left to read holds the watermark until its first one.
-            pipeline->path().watermark().assign(tp.id(), hi > from);
+            next_admitted_[tp] = from;
+            // A partition with records left to read holds the watermark until its first one
+            // (a backfill's: records it will read, below the source's position).
+            const std::int64_t end = backfill_ != 0 ? std::min(hi, limit_of(tp)) : hi;
+            pipeline->path().watermark().assign(tp.id(), end > from);
             high_[tp] = hi;
         }
     }
@@ -206,6 +264,7 @@ SourceWorker::Start SourceWorker::start() {
     commit_timer_.committed(clock_.now());
     committed_w_ = pipeline_->path().watermark().current();
     offsets_moved_ =
+        offsets_moved_ ||
         pipeline_->path().skipped_pending();  // a skip found at start is committed soon
     status_moved_ = true;
     status_rule_.progress(clock_.now());
@@ -356,6 +415,14 @@ void SourceWorker::set_status(const std::string& status, const std::string& erro
     try {
         in_transaction([&] {
             if (!extension_present()) return;
+            // A backfill worker's troubles are its aggregation's, not the source's.
+            if (backfill_ != 0) {
+                if (!error.empty())
+                    spi_exec("UPDATE stoatflow.aggregation_progress SET last_error = $2 WHERE "
+                             "aggregation_id OPERATOR(pg_catalog.=) $1",
+                             {arg_int32(backfill_), arg_text(error)});
+                return;
+            }
             write_source_status(source_id_, status, error);
         });
     } catch (const std::exception&) {
@@ -388,6 +455,26 @@ STOATFLOW_FUNCTION(stoatflow__interrupt_source_worker) {
     spi.finish();
     for (const std::int64_t pid : pids) (void)kill(static_cast<pid_t>(pid), SIGINT);
     PG_RETURN_VOID();
+}
+
+// A backfill worker (the launcher starts one per row of stoatflow.backfill): the source worker's
+// code for that one aggregation (README "Backfill and start_from").
+void stoatflow_backfill_worker_main(Datum arg) {
+    worker_connect();
+    BackgroundStep::join_at_exit();
+    const int32 id = DatumGetInt32(arg);
+    cpp_call([id] {
+        std::int32_t source = 0;
+        in_transaction([&] {
+            if (!extension_present()) return;
+            if (spi_exec("SELECT source_id FROM stoatflow.backfill WHERE aggregation_id "
+                         "OPERATOR(pg_catalog.=) $1",
+                         {arg_int32(id)}) > 0)
+                source = static_cast<std::int32_t>(*spi_int64(0, 1));
+        });
+        if (source != 0) SourceWorker(source, wall_clock(), id).run();
+    });
+    proc_exit(0);
 }
 
 void stoatflow_source_worker_main(Datum arg) {

@@ -1,0 +1,205 @@
+// A backfill worker's part of the source worker (README "Backfill and start_from";
+// src/pg/worker/README.md "Backfill"): where it starts, reading up to the source's committed
+// positions and never past them, the hold it asks for when it is close, and the join; and the
+// source worker's side of the hold.
+#include "stoatflow/core/error.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "stoatflow/pg/border/spi.hpp"
+#include "stoatflow/pg/limits.hpp"
+#include "stoatflow/pg/worker/source_worker.hpp"
+#include "stoatflow/pg/worker/worker_loop.hpp"
+
+namespace stoatflow::pg {
+
+// ---- the source worker's side ----
+
+// In the transaction of a commit (or at start, before consuming): the positions it commits are
+// the ones a backfill that asked to join reads up to; from here on the worker consumes nothing
+// until the backfill row is gone (joined, or its aggregation dropped). True if it held now.
+bool SourceWorker::answer_holds() {
+    return spi_exec("UPDATE stoatflow.backfill SET held = true WHERE source_id "
+                    "OPERATOR(pg_catalog.=) $1 AND hold_requested AND NOT held",
+                    {arg_int32(source_id_)}) > 0;
+}
+
+bool SourceWorker::source_held() {
+    return spi_exec("SELECT 1 FROM stoatflow.backfill WHERE source_id OPERATOR(pg_catalog.=) $1 "
+                    "AND held LIMIT 1",
+                    {arg_int32(source_id_)}) > 0;
+}
+
+bool SourceWorker::hold_pending() {
+    return spi_exec("SELECT 1 FROM stoatflow.backfill WHERE source_id OPERATOR(pg_catalog.=) $1 "
+                    "AND hold_requested AND NOT held LIMIT 1",
+                    {arg_int32(source_id_)}) > 0;
+}
+
+// ---- the backfill worker ----
+
+// Where a partition's backfill starts when it has no committed position yet.
+std::int64_t SourceWorker::backfill_start(const SourceDef& src, kafka::Consumer& consumer,
+                                          core::TopicPartition tp, std::int64_t lo,
+                                          std::int64_t hi) {
+    if (backfill_from_ == "earliest") return lo;
+    if (backfill_from_ == "latest") return hi;
+    core::Millis ms = 0;
+    in_transaction([&] {
+        spi_exec("SELECT pg_catalog.ceil(pg_catalog.date_part('epoch', $1::pg_catalog.timestamptz) "
+                 "OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8",
+                 {arg_text(backfill_from_)});
+        ms = *spi_int64(0, 1);
+    });
+    const std::string& topic = src.topics.at(static_cast<std::size_t>(tp.topic));
+    const std::int64_t at =
+        std::max(lo, consumer.offset_for_time(topic, tp.partition, ms, kKafkaTimeoutMs));
+    if (at == lo && lo > 0) {
+        // The records before the log start are gone: some may have been at or after the time.
+        const std::string msg = "aggregation \"" + backfill_name_ + "\": start_from " +
+                                backfill_from_ + ": " + describe(tp) + " starts at offset " +
+                                std::to_string(lo) +
+                                ", the earliest the topic still holds (records before it were "
+                                "deleted by the topic's retention)";
+        pg_call([&] { elog(LOG, "stoatflow backfill: %s", msg.c_str()); });
+    }
+    return at;
+}
+
+// The source's committed positions, and where the hand-over stands. The backfill row gone (the
+// aggregation dropped, or joined by an earlier run of this worker): this worker is done.
+void SourceWorker::read_limits() {
+    bool gone = false;
+    in_transaction([&] {
+        const auto n =
+            spi_exec("SELECT topic, partition, next_offset FROM "
+                     "stoatflow.partition_offset WHERE source_id OPERATOR(pg_catalog.=) $1",
+                     {arg_int32(source_id_)});
+        for (std::uint64_t r = 0; r < n; ++r) {
+            const auto t = std::find(topics_.begin(), topics_.end(), *spi_text(r, 1));
+            if (t == topics_.end()) continue;
+            limit_[{static_cast<std::int32_t>(t - topics_.begin()),
+                    static_cast<std::int32_t>(*spi_int64(r, 2))}] = *spi_int64(r, 3);
+        }
+        if (spi_exec("SELECT hold_requested, held FROM stoatflow.backfill WHERE aggregation_id "
+                     "OPERATOR(pg_catalog.=) $1",
+                     {arg_int32(backfill_)}) == 0) {
+            gone = true;
+            return;
+        }
+        hold_requested_ = spi_bool(0, 1).value_or(false);
+        held_ = spi_bool(0, 2).value_or(false);
+    });
+    limits_read_at_ = clock_.now();
+    if (gone && pipeline_) drop_pipeline();  // the next start finds no row and leaves
+}
+
+std::int64_t SourceWorker::limit_of(core::TopicPartition tp) const {
+    const auto it = limit_.find(tp);
+    return it == limit_.end() ? -1 : it->second;
+}
+
+std::int64_t SourceWorker::position(core::TopicPartition tp) {
+    const auto& next = pipeline_->path().next_offsets();
+    const auto it = next.find(tp);
+    return it == next.end() ? 0 : it->second;
+}
+
+// On the thread that polls: a record is folded only between the backfill's position and the
+// source's (never twice: a partition fetched again may hand out records already seen). The
+// first record at the source's position stops the partition (parked by the main thread).
+bool SourceWorker::backfill_admits(core::TopicPartition tp, std::int64_t offset) {
+    std::int64_t& next = next_admitted_[tp];
+    if (offset < next) return false;
+    if (offset >= limit_of(tp)) {
+        to_park_.insert(tp);
+        return false;
+    }
+    next = offset + 1;
+    return true;
+}
+
+// Nothing is left below the source's position: the backfill is there, or it met a record at or
+// past it (offsets between are none: transaction markers, compaction).
+bool SourceWorker::reached(core::TopicPartition tp) {
+    const std::int64_t limit = limit_of(tp);
+    if (limit < 0) return false;  // the source has no position there yet
+    if (position(tp) >= limit) return true;
+    const auto p = parked_.find(tp);
+    return p != parked_.end() && p->second == limit;
+}
+
+// A backfill's turn in the step, on the main thread with no consume thread running. True when
+// the step is over (joined, or the pipeline dropped).
+bool SourceWorker::backfill_step(core::Millis now) {
+    for (const core::TopicPartition tp : to_park_)
+        if (!parked_.count(tp)) {
+            consumer_->park(tp);
+            parked_[tp] = limit_of(tp);
+        }
+    to_park_.clear();
+    if (now - limits_read_at_ >= kBackfillLookMs) {
+        read_limits();
+        if (!pipeline_) return true;
+    }
+    // The source moved on: read the partitions again from where the backfill is.
+    for (auto it = parked_.begin(); it != parked_.end();) {
+        if (limit_of(it->first) > it->second) {
+            const std::int64_t pos = position(it->first);
+            consumer_->unpark(it->first, pos);
+            next_admitted_[it->first] = pos;
+            it = parked_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    if (!hold_requested_) {
+        // Close enough (and nowhere ahead of the source): ask the source's worker to hold at
+        // its committed positions.
+        std::int64_t behind = 0;
+        bool close = !high_.empty();
+        for (const auto& [tp, h] : high_) {
+            const std::int64_t limit = limit_of(tp), pos = position(tp);
+            if (limit < 0 || limit < pos) {
+                close = false;
+                break;
+            }
+            if (!reached(tp)) behind += limit - pos;
+        }
+        if (close && behind <= kBackfillHoldLag) {
+            in_transaction([&] {
+                spi_exec("UPDATE stoatflow.backfill SET hold_requested = true WHERE "
+                         "aggregation_id OPERATOR(pg_catalog.=) $1",
+                         {arg_int32(backfill_)});
+            });
+            hold_requested_ = true;
+        }
+        return false;
+    }
+    if (!held_) return false;
+    // Held: the limits are the positions the source's worker committed last and stays at.
+    for (const auto& [tp, h] : high_)
+        if (!reached(tp)) return false;
+    pipeline_->set_joining();
+    status_moved_ = true;  // a commit even when nothing changed since the last one
+    commit(true);
+    joined_ = true;
+    std::string at;
+    for (const auto& [tp, h] : high_)
+        at += (at.empty() ? "" : ", ") + describe(tp) + " at " + std::to_string(limit_of(tp));
+    const std::string msg = "aggregation \"" + backfill_name_ + "\" (start_from " + backfill_from_ +
+                            ") joined its source's worker: " + at;
+    pg_call([&] { elog(LOG, "stoatflow backfill: %s", msg.c_str()); });
+    return true;
+}
+
+// In a backfill's commit transaction: its row, locked against a concurrent drop; false if it is
+// gone (then nothing is written).
+bool SourceWorker::backfill_row_locked() {
+    return spi_exec("SELECT 1 FROM stoatflow.backfill WHERE aggregation_id OPERATOR(pg_catalog.=) "
+                    "$1 FOR UPDATE",
+                    {arg_int32(backfill_)}) > 0;
+}
+
+}  // namespace stoatflow::pg
