@@ -1,0 +1,146 @@
+// The CSV decoder, table style: a message in, each column's raw field out (kind and text), or
+// the dead-letter reason; then the header rule per partition and the options.
+#include "stoatflow/format/csv_decoder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+using namespace stoatflow::format;
+
+namespace {
+
+std::string show(const RawValue& v) {
+    switch (v.kind) {
+    case RawKind::Absent: return "-";
+    case RawKind::Null: return "null";
+    case RawKind::String: return "s:" + std::string(v.text);
+    default: return "?";
+    }
+}
+
+// Every column of the row, space separated, "skip" for a header, or the dead-letter reason.
+std::string decode(CsvRowDecoder& dec, const std::string& msg, std::uint64_t stream = 0) {
+    RawRows rows(dec.columns() + 2);  // (the metadata columns follow, untouched)
+    const std::size_t r = rows.add_row();
+    bool skip = false;
+    const DeadReason e = dec.decode(msg.data(), msg.size(), stream, rows, r, skip);
+    if (e != DeadReason::None) {
+        EXPECT_FALSE(dec.detail().empty());
+        return to_string(e);
+    }
+    EXPECT_TRUE(dec.detail().empty());
+    if (skip) return "skip";
+    std::string s;
+    for (std::size_t c = 0; c < dec.columns(); ++c) s += (c ? " " : "") + show(rows.get(r, c));
+    return s;
+}
+
+std::string decode3(const std::string& msg, CsvOptions o = {}) {
+    CsvRowDecoder dec(o, {"a", "b", "c"});
+    return decode(dec, msg);
+}
+
+TEST(CsvDecoder, PlainFields) {
+    EXPECT_EQ(decode3("1,two,3.5"), "s:1 s:two s:3.5");
+    EXPECT_EQ(decode3(" x , y ,z"), "s: x  s: y  s:z");  // spaces are data
+}
+
+TEST(CsvDecoder, Quoting) {
+    EXPECT_EQ(decode3("\"a,b\",\"say \"\"hi\"\"\",\"\"\"\""), "s:a,b s:say \"hi\" s:\"");
+    EXPECT_EQ(decode3("\"line\nbreak\",\"cr\r\nlf\",x"), "s:line\nbreak s:cr\r\nlf s:x");
+    EXPECT_EQ(decode3("\"\",,\"\""), "s: null s:");  // "" is the empty string, empty is NULL
+    EXPECT_EQ(decode3(",,"), "null null null");
+}
+
+TEST(CsvDecoder, TrailingLineBreak) {
+    EXPECT_EQ(decode3("1,2,3\n"), "s:1 s:2 s:3");
+    EXPECT_EQ(decode3("1,2,3\r\n"), "s:1 s:2 s:3");
+    EXPECT_EQ(decode3("1,2,3\r"), "s:1 s:2 s:3");
+    EXPECT_EQ(decode3("1,2,\n"), "s:1 s:2 null");
+    EXPECT_EQ(decode3("1,2,\"x\n\"\r\n"), "s:1 s:2 s:x\n");
+    // Only one: a second one is a line break outside quotes.
+    EXPECT_EQ(decode3("1,2,3\n\n"), "bad_csv");
+    EXPECT_EQ(decode3("1,2,3\n4,5,6"), "bad_csv");
+}
+
+TEST(CsvDecoder, BadRecords) {
+    EXPECT_EQ(decode3("1,2"), "bad_csv");
+    EXPECT_EQ(decode3("1,2,3,4"), "bad_csv");
+    EXPECT_EQ(decode3("1,2,\"3"), "bad_csv");      // unterminated
+    EXPECT_EQ(decode3("1,2,\"3\"\""), "bad_csv");  // still unterminated
+    EXPECT_EQ(decode3("1,\"2\"x,3"), "bad_csv");   // text after the closing quote
+    EXPECT_EQ(decode3("1,2\"2,3"), "bad_csv");     // a quote inside an unquoted field
+    EXPECT_EQ(decode3(""), "bad_csv");             // empty
+    EXPECT_EQ(decode3("\r\n"), "bad_csv");
+    EXPECT_EQ(decode3("\"\"\"\"\"\"\"\"\"\"\""), "bad_csv");  // only quotes
+    CsvRowDecoder dec({}, {"a", "b", "c"});
+    RawRows rows(3);
+    bool skip = true;
+    EXPECT_EQ(dec.decode(nullptr, 0, 0, rows, rows.add_row(), skip), DeadReason::BadCsv);
+    EXPECT_FALSE(skip);
+    EXPECT_EQ(decode(dec, "1,2"), "bad_csv");
+    EXPECT_EQ(dec.detail(), "the record has 2 fields, the source 3 columns");
+    EXPECT_EQ(decode(dec, "1,2,\"3"), "bad_csv");
+    EXPECT_EQ(dec.detail(), "field 3: the quote is not closed");
+}
+
+TEST(CsvDecoder, InvalidUtf8AndNul) {
+    // Bytes that are not UTF-8 anywhere: invalid_text, as a key that is not text (JSON refuses
+    // the whole document for them too).
+    EXPECT_EQ(decode3("1,\xff\xfe,3"), "invalid_text");
+    EXPECT_EQ(decode3("1,\"\xc3\",3"), "invalid_text");
+    // A NUL byte is UTF-8: it reaches the column conversion, which refuses it for text.
+    EXPECT_EQ(decode3(std::string("1,a\0b,3", 7)), std::string("s:1 s:a\0b s:3", 13));
+}
+
+TEST(CsvDecoder, DelimiterQuoteAndNullMarker) {
+    CsvOptions o;
+    o.delimiter = ';';
+    o.quote = '\'';
+    EXPECT_EQ(decode3("1;'a;''b''';c,d", o), "s:1 s:a;'b' s:c,d");
+    EXPECT_EQ(decode3("1,2,3", o), "bad_csv");
+    o.delimiter = '\t';
+    EXPECT_EQ(decode3("1\t\t3", o), "s:1 null s:3");
+    CsvOptions n;
+    n.null_marker = "\\N";
+    // With a marker, only the unquoted marker is NULL; an empty field is the empty string.
+    EXPECT_EQ(decode3("\\N,,\"\\N\"", n), "null s: s:\\N");
+    n.null_marker = "";
+    EXPECT_EQ(decode3(",\"\",x", n), "null s: s:x");
+}
+
+TEST(CsvDecoder, HeaderPerPartition) {
+    CsvOptions o;
+    o.header = true;
+    CsvRowDecoder dec(o, {"a", "b", "c"});
+    EXPECT_EQ(decode(dec, "a,b,c\r\n", 1), "skip");
+    EXPECT_EQ(decode(dec, "a,b,c", 1), "s:a s:b s:c");  // later in the stream: a record
+    EXPECT_EQ(decode(dec, "\"a\",b,c", 2), "skip");     // quoting does not matter
+    EXPECT_EQ(decode(dec, "1,2,3", 3), "s:1 s:2 s:3");  // partition 3 had no header ...
+    EXPECT_EQ(decode(dec, "a,b,c", 3), "s:a s:b s:c");  // ... so this is a record
+    EXPECT_EQ(decode(dec, "a,b", 4), "bad_csv");        // a bad first record is the first
+    EXPECT_EQ(decode(dec, "a,b,c", 4), "s:a s:b s:c");
+    EXPECT_EQ(decode(dec, "A,b,c", 5), "s:A s:b s:c");  // exact names only
+    EXPECT_EQ(decode(dec, "a,b,c", 5), "s:a s:b s:c");
+    CsvRowDecoder off({}, {"a", "b", "c"});
+    EXPECT_EQ(decode(off, "a,b,c", 1), "s:a s:b s:c");  // without header: a record
+}
+
+TEST(CsvDecoder, Hostile) {
+    CsvRowDecoder one({}, {"a"});
+    const std::string huge(4 << 20, 'x');
+    EXPECT_EQ(decode(one, huge), "s:" + huge);
+    EXPECT_EQ(decode(one, "\"" + huge + "\""), "s:" + huge);
+    std::string many;
+    for (int i = 0; i < 10000; ++i) many += i ? ",x" : "x";
+    EXPECT_EQ(decode(one, many), "bad_csv");
+    EXPECT_EQ(decode3(many), "bad_csv");
+    EXPECT_EQ(decode(one, std::string(10001, '"')), "bad_csv");
+    EXPECT_EQ(decode(one, std::string(10000, '"')), "s:" + std::string(4999, '"'));
+    EXPECT_EQ(decode(one, std::string(1000, ',')), "bad_csv");
+    EXPECT_EQ(decode(one, std::string(3, '\0')), "s:" + std::string(3, '\0'));
+}
+
+}  // namespace
