@@ -4,8 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
+
+#ifndef STOATFLOW_FUZZ_CORPUS
+#error "STOATFLOW_FUZZ_CORPUS must name test/fuzz/corpus (set by CMakeLists.txt)"
+#endif
 
 using namespace stoatflow::format;
 
@@ -141,6 +149,47 @@ TEST(CsvDecoder, Hostile) {
     EXPECT_EQ(decode(one, std::string(10000, '"')), "s:" + std::string(4999, '"'));
     EXPECT_EQ(decode(one, std::string(1000, ',')), "bad_csv");
     EXPECT_EQ(decode(one, std::string(3, '\0')), "s:" + std::string(3, '\0'));
+}
+
+// The CSV fuzzer's seeds (test/fuzz/csv_corpus), decoded as the fuzzer reads them (the first
+// three bytes choose delimiter, quote, columns, null marker and header), each with its verdict.
+TEST(CsvDecoder, FuzzSeeds) {
+    const std::map<std::string, std::string> want = {
+        {"quoted.csv", "s:a s:b,c s:say \"hi\""},
+        {"null_marker.csv", "null s: s:\\N"},
+        {"unterminated.csv", "bad_csv"},
+        {"empty.csv", "bad_csv"},
+        {"embedded_newline.csv", "s:a s:line\nbreak"},
+        {"header.csv", "skip"},
+        {"invalid_utf8.csv", "invalid_text"},
+        {"only_quotes.csv", "bad_csv"},
+        {"tab.csv", "s:a s:b null s:c"},
+    };
+    static constexpr char kDelims[] = {',', ';', '\t', '|'};
+    static constexpr char kQuotes[] = {'"', '\''};
+    std::size_t seen = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(
+             std::string(STOATFLOW_FUZZ_CORPUS) + "/../csv_corpus")) {
+        std::ifstream in(entry.path(), std::ios::binary);
+        const std::string data{std::istreambuf_iterator<char>(in),
+                               std::istreambuf_iterator<char>()};
+        const std::string name = entry.path().filename().string();
+        ASSERT_GE(data.size(), 3u) << name;
+        CsvOptions o;
+        o.delimiter = kDelims[static_cast<unsigned char>(data[0]) % 4];
+        o.quote = kQuotes[static_cast<unsigned char>(data[1]) % 2];
+        const auto flags = static_cast<unsigned char>(data[2]);
+        if (flags & 0x10) o.null_marker = "\\N";
+        o.header = (flags & 0x20) != 0;
+        std::vector<std::string> names;
+        for (std::size_t c = 0; c < 1 + (flags & 7u); ++c) names.push_back("c" + std::to_string(c));
+        CsvRowDecoder dec(o, names);
+        const auto it = want.find(name);
+        ASSERT_NE(it, want.end()) << "a seed without a verdict here: " << name;
+        EXPECT_EQ(decode(dec, data.substr(3), 7), it->second) << name;
+        ++seen;
+    }
+    EXPECT_EQ(seen, want.size());
 }
 
 }  // namespace
