@@ -9,10 +9,7 @@
 namespace stoatflow::flow {
 
 ColumnsLane::ColumnsLane(const RowPlan& plan)
-    : plan_(plan),
-      decoder_(format::make_row_decoder(
-          plan.format, {plan.names.begin(), plan.names.begin() + plan.paths.size()}, plan.paths)),
-      rows_(plan.names.size()) {}
+    : plan_(plan), decoder_(row_decoder(plan)), rows_(plan.names.size()) {}
 
 void ColumnsLane::process(RecordPath& p, core::TopicPartition tp, std::int64_t offset,
                           const char* payload, std::size_t len, const char* key,

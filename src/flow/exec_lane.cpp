@@ -7,10 +7,7 @@
 
 namespace stoatflow::flow {
 
-ExecLane::ExecLane(const RowPlan& plan)
-    : plan_(plan),
-      decoder_(format::make_row_decoder(
-          plan.format, {plan.names.begin(), plan.names.begin() + plan.paths.size()}, plan.paths)) {
+ExecLane::ExecLane(const RowPlan& plan) : plan_(plan), decoder_(row_decoder(plan)) {
     batch_.rows = format::RawRows(plan.names.size());
     taken_.rows = format::RawRows(plan.names.size());
 }

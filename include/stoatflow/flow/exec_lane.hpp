@@ -9,7 +9,6 @@
 #include "stoatflow/format/row_decoder.hpp"
 
 #include <memory>
-
 #include <optional>
 #include <string>
 #include <vector>

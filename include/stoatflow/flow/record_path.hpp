@@ -71,6 +71,9 @@ struct RowPlan {
     int time_col = -1;
 };
 
+// The decoder of a plan's format for its declared columns (the lanes hold one each).
+std::unique_ptr<format::RowDecoder> row_decoder(const RowPlan& plan);
+
 // A record the fast lane left to PostgreSQL, as the main thread converted it.
 struct SlowRecord {
     DeadReason reason = DeadReason::None;  // a dead letter (bad_value, value_out_of_range) ...
