@@ -169,7 +169,7 @@ void decode_csv(benchmark::State& state) {
             const std::size_t r = rows.add_row();
             const char* p = csv.data.data() + csv.offsets[i];
             benchmark::DoNotOptimize(
-                dec.decode(p, csv.offsets[i + 1] - csv.offsets[i], 0, rows, r, skip));
+                dec.decode(p, csv.offsets[i + 1] - csv.offsets[i], false, rows, r, skip));
         }
         const auto t1 = Clock::now();
         state.SetIterationTime(seconds(t0, t1));

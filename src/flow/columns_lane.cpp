@@ -43,7 +43,7 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
     rows_.clear();
     const std::size_t r = rows_.add_row();
     bool skip = false;
-    format::DecodeError e = decoder_->decode(payload, len, tp.id(), rows_, r, skip);
+    format::DecodeError e = decoder_->decode(payload, len, offset == 0, rows_, r, skip);
     if (skip) return p.count(tp, offset);  // no data (a CSV header): consumed, nothing else
     DeadReason reason = DeadReason::None;
     std::string detail = decoder_->detail();

@@ -18,10 +18,10 @@ void ExecLane::extract(RecordPath& p, core::TopicPartition tp, std::int64_t offs
                        std::size_t header_count) {
     const std::size_t r = batch_.rows.add_row();
     bool skip = false;
-    DeadReason e = decoder_->decode(payload, len, tp.id(), batch_.rows, r, skip);
+    DeadReason e = decoder_->decode(payload, len, offset == 0, batch_.rows, r, skip);
     if (skip) {
-        // No data (a CSV header): consumed, nothing else. It is the first record of its
-        // partition the lane read, so none of that partition waits before it.
+        // No data (a CSV header): consumed, nothing else. It is its partition's first record
+        // (offset 0), so none of that partition waits before it.
         batch_.rows.drop_last();
         return p.count(tp, offset);
     }

@@ -27,14 +27,12 @@ bool CsvRowDecoder::is_header(const RawRows& rows, std::size_t row) const {
     return true;
 }
 
-DeadReason CsvRowDecoder::decode(const char* payload, std::size_t len, std::uint64_t stream,
-                                 RawRows& rows, std::size_t row, bool& skip) {
+DeadReason CsvRowDecoder::decode(const char* payload, std::size_t len, bool first, RawRows& rows,
+                                 std::size_t row, bool& skip) {
     skip = false;
     detail_.clear();
     const std::size_t n = names_.size();
     for (std::size_t c = 0; c < n; ++c) rows.set(row, c, RawKind::Absent);
-    // Only the first record of a partition may be its header, whatever it turns out to be.
-    const bool first = options_.header && seen_.insert(stream).second;
     if (payload == nullptr) len = 0;
     // One line break at the end belongs to the producer, not to the record.
     if (len > 0 && payload[len - 1] == '\n') --len;
@@ -105,7 +103,7 @@ DeadReason CsvRowDecoder::decode(const char* payload, std::size_t len, std::uint
         return fail(DeadReason::BadCsv, "the record has " + std::to_string(col) +
                                             (col == 1 ? " field" : " fields") + ", the source " +
                                             std::to_string(n) + " columns");
-    if (first && is_header(rows, row)) skip = true;
+    if (first && options_.header && is_header(rows, row)) skip = true;
     return DeadReason::None;
 }
 

@@ -68,7 +68,7 @@ CsvOptions csv_options(const std::vector<FormatOption>& options) {
 class JsonRows final : public RowDecoder {
 public:
     explicit JsonRows(const std::vector<std::vector<std::string>>& paths) : ex_(paths) {}
-    DeadReason decode(const char* payload, std::size_t len, std::uint64_t /*stream*/, RawRows& rows,
+    DeadReason decode(const char* payload, std::size_t len, bool /*first*/, RawRows& rows,
                       std::size_t row, bool& skip) override {
         skip = false;
         return ex_.extract(payload, len, rows, row);
@@ -82,9 +82,9 @@ private:
 class CsvRows final : public RowDecoder {
 public:
     CsvRows(const CsvOptions& o, const std::vector<std::string>& names) : dec_(o, names) {}
-    DeadReason decode(const char* payload, std::size_t len, std::uint64_t stream, RawRows& rows,
+    DeadReason decode(const char* payload, std::size_t len, bool first, RawRows& rows,
                       std::size_t row, bool& skip) override {
-        return dec_.decode(payload, len, stream, rows, row, skip);
+        return dec_.decode(payload, len, first, rows, row, skip);
     }
     const std::string& detail() const override { return dec_.detail(); }
 

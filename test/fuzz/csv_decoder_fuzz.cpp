@@ -68,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     RawRows rows(n + 1);
     const std::size_t r = rows.add_row();
     bool skip = false;
-    const DeadReason e = dec.decode(msg, len, 7, rows, r, skip);
+    const DeadReason e = dec.decode(msg, len, true, rows, r, skip);
     FUZZ_CHECK(e == DeadReason::None || e == DeadReason::BadCsv || e == DeadReason::InvalidText);
     FUZZ_CHECK((e == DeadReason::None) == dec.detail().empty());
     FUZZ_CHECK(!skip || e == DeadReason::None);
@@ -124,7 +124,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     RawRows rows2(n);
     const std::size_t r2 = rows2.add_row();
     bool skip2 = false;
-    FUZZ_CHECK(dec2.decode(again.data(), again.size(), 7, rows2, r2, skip2) == DeadReason::None);
+    FUZZ_CHECK(dec2.decode(again.data(), again.size(), true, rows2, r2, skip2) == DeadReason::None);
     FUZZ_CHECK(!skip2);
     FUZZ_CHECK(fields_of(rows2, r2, n) == got);
     return 0;

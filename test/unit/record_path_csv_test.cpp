@@ -1,5 +1,5 @@
 // The record path reading format => 'csv' through the one seam (format::make_row_decoder): the
-// same lanes as JSON, positional fields, a header skipped per partition (consumed, no dead
+// same lanes as JSON, positional fields, a header at offset 0 skipped (consumed, no dead
 // letter), bad_csv dead letters; the executor lane skips the header the same way.
 #include "stoatflow/flow/record_path.hpp"
 
@@ -61,7 +61,7 @@ TEST(RecordPathCsv, FastLaneHeaderPerPartitionAndBadCsv) {
     bad.detail = "column \"ts\"";
     p.resume(bad);
     put(p, 1, 0, "\"b\",2026-11-30T10:00:02Z,\"7\"");  // partition 1: no header, data
-    put(p, 1, 1, "user,ts,amount");                    // so this one is no header either
+    put(p, 1, 1, "user,ts,amount");                    // not at offset 0: no header
     ASSERT_TRUE(p.blocked());
     p.resume(bad);
     put(p, 0, 3, "a,2026-11-30T10:00:03Z");      // a field short
@@ -134,4 +134,15 @@ TEST(RecordFormat, Options) {
     EXPECT_NE(refused("json", {{"delimiter", ",", T::String}}), "accepted");
     EXPECT_NE(refused("avro", {}), "accepted");
     EXPECT_EQ(refused("json", {}), "accepted");
+}
+
+// A path built after a restart starts at the committed offsets: the first record it reads of a
+// partition is no header unless it is the partition's first (offset 0), so a replay reads every
+// record as the first run did.
+TEST(RecordPathCsv, OnlyOffsetZeroIsAHeader) {
+    RecordPath p(config(false));
+    p.restore_offset(core::TopicPartition{0, 0}, 5);
+    put(p, 0, 5, "user,ts,amount");
+    ASSERT_TRUE(p.blocked());  // a record: PostgreSQL judges "ts" (bad_value)
+    EXPECT_EQ(std::string(p.blocked_row().get(0, 0).text), "user");
 }

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 namespace stoatflow::format {
@@ -22,7 +21,7 @@ struct CsvOptions {
     // An unquoted field equal to it is NULL; without one, an empty unquoted field is NULL. A
     // quoted field is always a string ("" the empty one).
     std::optional<std::string> null_marker;
-    // The first record of each partition, when it equals the column names, is skipped.
+    // A partition's first record (offset 0), when it equals the column names, is skipped.
     bool header = false;
 };
 
@@ -34,13 +33,13 @@ public:
     std::size_t columns() const { return names_.size(); }
 
     // Fills columns [0, columns()) of `row` from one message, every field a String or Null.
-    // `stream` names the message's partition (the header rule is per partition). Returns
+    // `first`: the message is its partition's first (offset 0; only it may be a header). Returns
     // BadCsv (wrong number of fields, an unterminated quote, a quote inside an unquoted field or
     // after a closing one, a line break outside quotes, an empty message) or InvalidText (bytes
     // that are not UTF-8) with detail(); `skip` is set (None returned) for a header record. One
     // line break (LF, CR LF or CR) at the end of the message is not part of the record. Any bytes
     // are safe input; the only exception is std::bad_alloc.
-    DeadReason decode(const char* payload, std::size_t len, std::uint64_t stream, RawRows& rows,
+    DeadReason decode(const char* payload, std::size_t len, bool first, RawRows& rows,
                       std::size_t row, bool& skip);
     const std::string& detail() const { return detail_; }
 
@@ -50,7 +49,6 @@ private:
 
     CsvOptions options_;
     std::vector<std::string> names_;
-    std::unordered_set<std::uint64_t> seen_;  // partitions whose first record was read
     std::string detail_;
 };
 

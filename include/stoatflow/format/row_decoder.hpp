@@ -45,11 +45,11 @@ class RowDecoder {
 public:
     virtual ~RowDecoder() = default;
     // Fills columns [0, columns) of `row` from one message (the metadata columns after them are
-    // the record path's). `stream` names the message's partition (TopicPartition::id()). A
-    // record that cannot be read returns its dead-letter reason, with detail(); `skip` is set
-    // for a record that is no data (a CSV header), which is then consumed and nothing else.
-    virtual DeadReason decode(const char* payload, std::size_t len, std::uint64_t stream,
-                              RawRows& rows, std::size_t row, bool& skip) = 0;
+    // the record path's). `first`: the message is its partition's first (offset 0). A record
+    // that cannot be read returns its dead-letter reason, with detail(); `skip` is set for a
+    // record that is no data (a CSV header), which is then consumed and nothing else.
+    virtual DeadReason decode(const char* payload, std::size_t len, bool first, RawRows& rows,
+                              std::size_t row, bool& skip) = 0;
     virtual const std::string& detail() const = 0;
 };
 
