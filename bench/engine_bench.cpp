@@ -3,16 +3,20 @@
 // Workloads (BENCHMARKS.md): ~100-byte events, 100k keys, event times over one hour.
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
+#include "stoatflow/format/csv_decoder.hpp"
 #include "stoatflow/format/json_decoder.hpp"
+#include "stoatflow/format/row_extractor.hpp"
 
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace stoatflow;
@@ -29,10 +33,11 @@ struct Messages {
     std::size_t count() const { return offsets.size() - 1; }
 };
 
-// n events over one hour, times increasing, keys drawn uniformly from `keys`.
-const Messages& messages(std::size_t n, int keys) {
-    static std::map<std::pair<std::size_t, int>, Messages> cache;
-    auto& m = cache[{n, keys}];
+// n events over one hour, times increasing, keys drawn uniformly from `keys`; as JSON objects,
+// or (csv) the same events as CSV records (user_id,ts,amount,page).
+const Messages& messages(std::size_t n, int keys, bool csv = false) {
+    static std::map<std::tuple<std::size_t, int, bool>, Messages> cache;
+    auto& m = cache[{n, keys, csv}];
     if (!m.offsets.empty()) return m;
     std::mt19937_64 rng(42);
     char buf[256];
@@ -40,11 +45,15 @@ const Messages& messages(std::size_t n, int keys) {
     for (std::size_t i = 0; i < n; ++i) {
         m.offsets.push_back(m.data.size());
         const Millis t = kBase + static_cast<Millis>(i * static_cast<double>(kHour) / n);
-        const int len = std::snprintf(
-            buf, sizeof buf,
-            "{\"user_id\":\"user%06d\",\"ts\":%lld,\"amount\":%d,\"page\":\"/products/%05d\"}",
-            static_cast<int>(rng() % keys), static_cast<long long>(t),
-            static_cast<int>(rng() % 100) + 1, static_cast<int>(rng() % 100000));
+        const int user = static_cast<int>(rng() % keys);
+        const int amount = static_cast<int>(rng() % 100) + 1;
+        const int page = static_cast<int>(rng() % 100000);
+        const int len = csv ? std::snprintf(buf, sizeof buf, "user%06d,%lld,%d,/products/%05d",
+                                            user, static_cast<long long>(t), amount, page)
+                            : std::snprintf(buf, sizeof buf,
+                                            "{\"user_id\":\"user%06d\",\"ts\":%lld,\"amount\":%d,"
+                                            "\"page\":\"/products/%05d\"}",
+                                            user, static_cast<long long>(t), amount, page);
         m.data.append(buf, len);
     }
     m.offsets.push_back(m.data.size());
@@ -131,6 +140,74 @@ void decode_only(benchmark::State& state) {
     state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
 }
 
+// format => 'csv' against JSON on the same events (README "Formats", CSV): the CSV decoder
+// into raw rows (what a CSV source's lanes run), timed; beside it, untimed by the benchmark but
+// measured the same way, the JSON row extractor into the same raw rows and the JSON decoder
+// decode_only runs, all in the thread's CPU time. The counters give the rates and CSV/JSON
+// (target: at least 1).
+void decode_csv(benchmark::State& state) {
+    const std::size_t n = scaled(2000000);
+    const Messages& json = messages(n, 1000000);
+    const Messages& csv = messages(n, 1000000, true);
+    // Thread CPU time: the machine's other load does not skew the ratio.
+    struct Clock {
+        static double now() {
+            timespec ts{};
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+            return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+        }
+    };
+    auto seconds = [](double a, double b) { return b - a; };
+    double csv_s = 0, rows_s = 0, json_s = 0;
+    for (auto _ : state) {
+        format::CsvRowDecoder dec({}, {"user_id", "ts", "amount", "page"});
+        format::RawRows rows(4);
+        bool skip = false;
+        const auto t0 = Clock::now();
+        for (std::size_t i = 0; i < csv.count(); ++i) {
+            rows.clear();
+            const std::size_t r = rows.add_row();
+            const char* p = csv.data.data() + csv.offsets[i];
+            benchmark::DoNotOptimize(
+                dec.decode(p, csv.offsets[i + 1] - csv.offsets[i], false, rows, r, skip));
+        }
+        const auto t1 = Clock::now();
+        state.SetIterationTime(seconds(t0, t1));
+        csv_s += seconds(t0, t1);
+
+        format::JsonRowExtractor ex({{"user_id"}, {"ts"}, {"amount"}, {"page"}});
+        const auto t2 = Clock::now();
+        for (std::size_t i = 0; i < json.count(); ++i) {
+            rows.clear();
+            const std::size_t r = rows.add_row();
+            const char* p = json.data.data() + json.offsets[i];
+            benchmark::DoNotOptimize(ex.extract(p, json.offsets[i + 1] - json.offsets[i], rows, r));
+        }
+        const auto t3 = Clock::now();
+        rows_s += seconds(t2, t3);
+
+        format::JsonDecoder decoder({"user_id", "ts", {"", "amount", "amount"}});
+        format::Decoded d;
+        const auto t4 = Clock::now();
+        for (std::size_t i = 0; i < json.count(); ++i) {
+            const char* p = json.data.data() + json.offsets[i];
+            decoder.decode(p, json.offsets[i + 1] - json.offsets[i], nullptr, 0, kNoTime, d);
+            benchmark::DoNotOptimize(d.time);
+        }
+        json_s += seconds(t4, Clock::now());
+    }
+    const double records = static_cast<double>(state.iterations() * csv.count());
+    state.SetItemsProcessed(static_cast<int64_t>(records));
+    state.counters["csv_rec_per_s"] = records / csv_s;
+    state.counters["json_rows_rec_per_s"] = records / rows_s;
+    state.counters["json_decoder_rec_per_s"] = records / json_s;
+    state.counters["csv_over_json_rows"] = rows_s / csv_s;
+    state.counters["csv_over_json_decoder"] = json_s / csv_s;
+    std::fprintf(stderr,
+                 "CSV/JSON decode rate: %.2fx the JSON row extractor, %.2fx the JSON decoder\n",
+                 rows_s / csv_s, json_s / csv_s);
+}
+
 long rss_bytes() {
     long pages = 0, resident = 0;
     if (FILE* f = std::fopen("/proc/self/statm", "r")) {
@@ -184,6 +261,11 @@ BENCHMARK(memory_per_window)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 BENCHMARK(decode_only)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(decode_csv)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3)
+    ->UseManualTime();
 BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(),
                   scaled(2000000), 0)
     ->Unit(benchmark::kMillisecond)

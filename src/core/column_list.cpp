@@ -208,6 +208,7 @@ std::vector<ColumnDecl> parse_column_list(const std::string& text) {
             sc.advance(4);
             sc.skip_space();
             col.path = parse_json_path(sc.string_literal());
+            col.path_given = true;
             sc.skip_space();
         } else {
             col.path = {col.name};

@@ -9,7 +9,7 @@
 namespace stoatflow::flow {
 
 ColumnsLane::ColumnsLane(const RowPlan& plan)
-    : plan_(plan), extractor_(plan.paths), rows_(plan.names.size()) {}
+    : plan_(plan), decoder_(row_decoder(plan)), rows_(plan.names.size()) {}
 
 void ColumnsLane::process(RecordPath& p, core::TopicPartition tp, std::int64_t offset,
                           const char* payload, std::size_t len, const char* key,
@@ -42,9 +42,11 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
                               const format::KafkaHeader* headers, std::size_t header_count) {
     rows_.clear();
     const std::size_t r = rows_.add_row();
-    format::DecodeError e = extractor_.extract(payload, len, rows_, r);
+    bool skip = false;
+    format::DecodeError e = decoder_->decode(payload, len, offset == 0, rows_, r, skip);
+    if (skip) return p.count(tp, offset);  // no data (a CSV header): consumed, nothing else
     DeadReason reason = DeadReason::None;
-    std::string detail = extractor_.detail();
+    std::string detail = decoder_->detail();
     if (e == format::DecodeError::None &&
         !format::fill_metadata(rows_, r, plan_.paths.size(),
                                p.meta_of(tp, offset, key, key_len, kafka_ts, headers, header_count),

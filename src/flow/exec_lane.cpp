@@ -7,7 +7,7 @@
 
 namespace stoatflow::flow {
 
-ExecLane::ExecLane(const RowPlan& plan) : plan_(plan), extractor_(plan.paths) {
+ExecLane::ExecLane(const RowPlan& plan) : plan_(plan), decoder_(row_decoder(plan)) {
     batch_.rows = format::RawRows(plan.names.size());
     taken_.rows = format::RawRows(plan.names.size());
 }
@@ -16,14 +16,21 @@ void ExecLane::extract(RecordPath& p, core::TopicPartition tp, std::int64_t offs
                        const char* payload, std::size_t len, const char* key, std::size_t key_len,
                        core::Millis kafka_ts, core::Millis now, const format::KafkaHeader* headers,
                        std::size_t header_count) {
+    const std::size_t r = batch_.rows.add_row();
+    bool skip = false;
+    DeadReason e = decoder_->decode(payload, len, offset == 0, batch_.rows, r, skip);
+    if (skip) {
+        // No data (a CSV header): consumed, nothing else. It is its partition's first record
+        // (offset 0), so none of that partition waits before it.
+        batch_.rows.drop_last();
+        return p.count(tp, offset);
+    }
     ExecRecord rec;
     rec.tp = tp;
     rec.offset = offset;
     rec.now = now;
     rec.payload.assign(payload == nullptr ? "" : payload, payload == nullptr ? 0 : len);
-    const std::size_t r = batch_.rows.add_row();
-    DeadReason e = extractor_.extract(payload, len, batch_.rows, r);
-    std::string detail = extractor_.detail();
+    std::string detail = decoder_->detail();
     if (e == DeadReason::None &&
         !format::fill_metadata(batch_.rows, r, plan_.paths.size(),
                                p.meta_of(tp, offset, key, key_len, kafka_ts, headers, header_count),

@@ -12,6 +12,12 @@
 
 namespace stoatflow::flow {
 
+std::unique_ptr<format::RowDecoder> row_decoder(const RowPlan& plan) {
+    const std::vector<std::string> declared(plan.names.begin(),
+                                            plan.names.begin() + plan.paths.size());
+    return format::make_row_decoder(plan.format, declared, plan.paths);
+}
+
 RecordPath::RecordPath(const RecordPathConfig& config)
     : topics_(config.topics), plan_(config.row), judge_(config.max_key_bytes, config.future_limit),
       watermark_(config.max_out_of_orderness, config.idle_timeout) {

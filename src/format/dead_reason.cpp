@@ -15,6 +15,7 @@ const char* to_string(DeadReason e) {
     case DeadReason::TimeOutOfRange: return "time_out_of_range";
     case DeadReason::NonNumericValue: return "non_numeric_value";
     case DeadReason::InvalidText: return "invalid_text";
+    case DeadReason::BadCsv: return "bad_csv";
     case DeadReason::BadProtobuf: return "bad_protobuf";
     case DeadReason::KeyTooLong: return "key_too_long";
     case DeadReason::TimeInFuture: return "time_in_future";

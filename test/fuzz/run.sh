@@ -4,9 +4,9 @@
 #
 #   test/fuzz/run.sh [target=json] [seconds=60] [extra libFuzzer flags...]
 #   test/fuzz/run.sh all 30        # every target in turn, 30 s each (run_all.sh's bounded run)
-# Targets: json (json_decoder_fuzz.cpp, corpus/), protobuf (protobuf_reader_fuzz.cpp,
-# corpus-protobuf/). A first argument that is a number is the seconds of the json target
-# (the form this script had before it had targets).
+# Targets: json (json_decoder_fuzz.cpp, corpus/, json.dict), csv (csv_decoder_fuzz.cpp,
+# csv_corpus/, csv.dict), protobuf (protobuf_reader_fuzz.cpp, protobuf_corpus/). A first argument
+# that is a number is the seconds of the json target (the form this script had before targets).
 # Environment: CXX (default clang++), FUZZ_OUT (build dirs and findings, default
 # /tmp/stoatflow-fuzz; one subdirectory per target), FUZZ_JOBS (parallel workers, default 1).
 set -euo pipefail
@@ -20,13 +20,14 @@ fi
 seconds=${1:-60}
 shift || true
 if [ "$target" = all ]; then
-    for t in json protobuf; do "$0" "$t" "$seconds" "$@"; done
+    for t in json csv protobuf; do "$0" "$t" "$seconds" "$@"; done
     exit 0
 fi
 cxx=${CXX:-clang++}
 out=${FUZZ_OUT:-/tmp/stoatflow-fuzz}/$target
 jobs=${FUZZ_JOBS:-1}
-mkdir -p "$out/corpus" "$out/artifacts"
+targets=${FUZZ_TARGETS:-json csv}
+mkdir -p "$out/corpus" "$out/csv_corpus" "$out/artifacts"
 
 simdjson_flags=$(pkg-config --cflags --libs simdjson 2>/dev/null ||
     echo "-DSIMDJSON_THREADS_ENABLED=1 -lsimdjson")
@@ -38,14 +39,20 @@ json)
     seeds=$here/corpus
     flags=(-max_len=512 -dict="$here/json.dict")
     ;;
+csv)
+    sources=("$here/csv_decoder_fuzz.cpp" "$root/src/format/csv_decoder.cpp"
+        "$root/src/format/json_text.cpp" "$root/src/format/dead_reason.cpp")
+    seeds=$here/csv_corpus
+    flags=(-max_len=4096 -dict="$here/csv.dict")
+    ;;
 protobuf)
     sources=("$here/protobuf_reader_fuzz.cpp" "$root"/src/format/protobuf_*.cpp
         "$root/src/format/json_text.cpp" "$root/src/format/dead_reason.cpp")
-    seeds=$here/corpus-protobuf
+    seeds=$here/protobuf_corpus
     flags=(-max_len=4096)
     ;;
 *)
-    echo "test/fuzz/run.sh: unknown target '$target' (json, protobuf, all)" >&2
+    echo "test/fuzz/run.sh: unknown target '$target' (json, csv, protobuf, all)" >&2
     exit 2
     ;;
 esac

@@ -300,7 +300,7 @@ TEST(ConfluentProto, Framing) {
 
 }  // namespace
 
-// The fuzzer's seeds and findings (test/fuzz/corpus-protobuf), read as the fuzzer reads them,
+// The fuzzer's seeds and findings (test/fuzz/protobuf_corpus), read as the fuzzer reads them,
 // in every ctest run: each gives a verdict.
 #ifdef STOATFLOW_FUZZ_CORPUS
 #include <dirent.h>
@@ -309,7 +309,7 @@ TEST(ConfluentProto, Framing) {
 #include <sstream>
 
 TEST(ProtoFuzzCorpus, EveryInputGivesAVerdict) {
-    const std::string dir = std::string(STOATFLOW_FUZZ_CORPUS) + "-protobuf";
+    const std::string dir = std::string(STOATFLOW_FUZZ_CORPUS) + "/../protobuf_corpus";
     DIR* d = opendir(dir.c_str());
     ASSERT_NE(d, nullptr) << dir;
     std::size_t files = 0;

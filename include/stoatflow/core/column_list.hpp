@@ -15,6 +15,7 @@ struct ColumnDecl {
     std::string name;               // as an identifier: unquoted names folded to lower case
     std::string type;               // the type name as written (trimmed)
     std::vector<std::string> path;  // members from the document root; [name] without PATH
+    bool path_given = false;        // the list gave PATH (a CSV source's columns take none)
     std::size_t position = 0;       // 1-based character position of the name in the list
 };
 

@@ -7,7 +7,7 @@
 
 #include "stoatflow/flow/record_path.hpp"
 #include "stoatflow/format/raw_row.hpp"
-#include "stoatflow/format/row_extractor.hpp"
+#include "stoatflow/format/row_decoder.hpp"
 
 #include <deque>
 #include <memory>
@@ -40,8 +40,8 @@ private:
                         DeadReason& reason, std::string& detail);
 
     const RowPlan& plan_;
-    format::JsonRowExtractor extractor_;
-    format::RawRows rows_;  // the record being read (one row)
+    std::unique_ptr<format::RowDecoder> decoder_;  // the source's format
+    format::RawRows rows_;                         // the record being read (one row)
     bool blocked_ = false;
     struct Waiting {
         core::TopicPartition tp;

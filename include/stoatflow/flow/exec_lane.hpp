@@ -6,8 +6,9 @@
 #include "stoatflow/core/no_postgres.hpp"
 
 #include "stoatflow/flow/record_path.hpp"
-#include "stoatflow/format/row_extractor.hpp"
+#include "stoatflow/format/row_decoder.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,7 +41,7 @@ public:
 
 private:
     const RowPlan& plan_;
-    format::JsonRowExtractor extractor_;
+    std::unique_ptr<format::RowDecoder> decoder_;  // the source's format
     ExecBatch batch_, taken_;
 };
 

@@ -14,6 +14,7 @@
 #include "stoatflow/format/fast_convert.hpp"
 #include "stoatflow/format/json_decoder.hpp"
 #include "stoatflow/format/raw_row.hpp"
+#include "stoatflow/format/row_decoder.hpp"
 #include "stoatflow/format/row_extractor.hpp"
 #include "stoatflow/flow/limits.hpp"
 #include "stoatflow/flow/record_judge.hpp"
@@ -63,10 +64,15 @@ struct CommitSnapshot {
 struct RowPlan {
     std::vector<std::string> names;               // every column
     std::vector<std::vector<std::string>> paths;  // the declared columns' member paths
+    format::RecordFormat format;                  // how a message becomes a row (the lanes'
+                                                  // decoder: format::make_row_decoder)
     std::vector<format::FastType> fast;           // every column's fast-lane type
     int key_col = -1;
     int time_col = -1;
 };
+
+// The decoder of a plan's format for its declared columns (the lanes hold one each).
+std::unique_ptr<format::RowDecoder> row_decoder(const RowPlan& plan);
 
 // A record the fast lane left to PostgreSQL, as the main thread converted it.
 struct SlowRecord {

@@ -19,6 +19,7 @@ enum class DeadReason {
     TimeOutOfRange,
     NonNumericValue,
     InvalidText,
+    BadCsv,  // format => 'csv' (csv_decoder.hpp)
     BadProtobuf,  // a protobuf body or Confluent frame that does not decode
     // The record judge (flow/record_judge.hpp):
     KeyTooLong,

@@ -108,10 +108,13 @@ void load_columns(SourceDef& s) {
         s.columns.push_back(std::move(c));
     }
     // (the source may be gone meanwhile: then no row, and nothing runs from it)
-    if (spi_exec("SELECT columns::pg_catalog.text FROM stoatflow.source WHERE source_id "
-                 "OPERATOR(pg_catalog.=) $1",
-                 {arg_int32(s.id)}) > 0)
+    if (spi_exec("SELECT columns::pg_catalog.text, format_options::pg_catalog.text FROM "
+                 "stoatflow.source WHERE source_id OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(s.id)}) > 0) {
         s.columns_json = spi_text(0, 1).value_or("[]");
+        const std::string options = spi_text(0, 2).value_or("{}");
+        s.format_options = read_format_options(options);
+    }
 }
 
 const char* kAggregationColumns =
@@ -152,6 +155,25 @@ std::int32_t topic_index(const SourceDef& source, const std::string& topic) {
     for (std::size_t i = 0; i < source.topics.size(); ++i)
         if (source.topics[i] == topic) return static_cast<std::int32_t>(i);
     return -1;
+}
+
+std::vector<format::FormatOption> read_format_options(const std::string& options_json) {
+    using Type = format::FormatOption::Type;
+    std::vector<format::FormatOption> out;
+    spi_exec("SELECT pg_catalog.jsonb_typeof($1::pg_catalog.jsonb)", {arg_text(options_json)});
+    if (spi_text(0, 1) != std::optional<std::string>("object"))
+        return {{"", std::nullopt, Type::Other}};
+    const auto n = spi_exec("SELECT k, v OPERATOR(pg_catalog.#>>) '{}', pg_catalog.jsonb_typeof(v) "
+                            "FROM pg_catalog.jsonb_each($1::pg_catalog.jsonb) e(k, v) ORDER BY k",
+                            {arg_text(options_json)});
+    for (std::uint64_t r = 0; r < n; ++r) {
+        const std::string type = spi_text(r, 3).value_or("");
+        out.push_back({*spi_text(r, 1), spi_text(r, 2),
+                       type == "string"    ? Type::String
+                       : type == "boolean" ? Type::Boolean
+                                           : Type::Other});
+    }
+    return out;
 }
 
 SourceDef load_source(const std::string& name) {

@@ -2,7 +2,9 @@
 // catalog row and the source's view. The SQL function is a shell over this (SECURITY DEFINER
 // with a pinned search_path; "the caller" is the role that called it, GetOuterUserId).
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/metadata_columns.hpp"
+#include "stoatflow/format/row_decoder.hpp"
 #include "stoatflow/kafka/topics.hpp"
 
 #include <optional>
@@ -13,6 +15,7 @@
 #include "stoatflow/pg/declare/declare.hpp"
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/border/text.hpp"
+#include "stoatflow/pg/catalog/catalog.hpp"
 #include "stoatflow/pg/worker/worker.hpp"
 
 extern "C" {
@@ -93,14 +96,24 @@ void check_kafka_options(const OptText& brokers, const OptText& options) {
     check_kafka_config(brokers, names, values);
 }
 
+// format_options: a JSON object, judged by the format room (format::parse_record_format).
 void check_format_options(const OptText& options, const std::string& format) {
     if (options) spi_exec("SELECT pg_catalog.jsonb_typeof($1::jsonb)", {arg_text(*options)});
     if (!options || spi_text(0, 1) != std::optional<std::string>("object"))
         bad("format_options must be a JSON object");
-    spi_exec("SELECT min(k) FROM pg_catalog.jsonb_object_keys($1::jsonb) k", {arg_text(*options)});
-    if (const auto first = spi_text(0, 1))
-        bad("unknown format option \"" + *first + "\" for format " + format,
-            "Format 'json' takes no options: pass '{}'.");
+    format::parse_record_format(format, read_format_options(*options));
+}
+
+// A CSV source's columns are positional (README "Formats", CSV): they need declaring, and take
+// no PATH.
+void check_csv_columns(const OptText& columns) {
+    if (!columns)
+        bad("format 'csv' needs columns",
+            "Declare the record's fields in order, e.g. columns => 'page text, ts timestamptz'.");
+    for (const core::ColumnDecl& c : core::parse_column_list(*columns))
+        if (c.path_given)
+            bad("column \"" + c.name + "\": format 'csv' takes no PATH",
+                "A CSV record's i-th field is the i-th column; drop the PATH clause.");
 }
 
 }  // namespace
@@ -127,9 +140,9 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
     if (!r.topic)
         bad("topic must not be NULL", "Name a Kafka topic, or several separated by commas.");
     const std::vector<std::string> topics = kafka::parse_topic_list(*r.topic);
-    if (r.format != std::optional<std::string>("json"))
-        bad("unknown format \"" + r.format.value_or("<NULL>") + "\"",
-            "The supported format is 'json' (one JSON object per message).");
+    // The format's name first (its options after the Kafka options).
+    const format::FormatKind format_kind =
+        format::parse_record_format(r.format.value_or("<NULL>"), {}).kind;
     if (!r.start_offset)
         bad("unknown start_offset \"<NULL>\"",
             "Use 'earliest', 'latest' or a timestamp such as '2026-11-01 00:00:00+00'.");
@@ -140,6 +153,7 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
         bad("future_limit must be zero or positive (or NULL for no check)");
     check_kafka_options(r.brokers, r.kafka_options);
     check_format_options(r.format_options, *r.format);
+    if (format_kind == format::FormatKind::Csv) check_csv_columns(r.columns);
 
     OptText columns, key = r.key, event_time = r.event_time;
     if (r.columns) {

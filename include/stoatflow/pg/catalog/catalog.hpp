@@ -6,6 +6,7 @@
 #include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/window_spec.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
+#include "stoatflow/format/row_decoder.hpp"
 
 #include <optional>
 #include <string>
@@ -34,8 +35,13 @@ struct SourceDef {
     bool has_columns = false;
     std::vector<core::ColumnDecl> columns;
     std::string columns_json;  // stoatflow.source.columns as stored (for the analysis)
-    Oid owner = InvalidOid;    // created_by: user code of the row type (input functions) runs as it
+    std::vector<format::FormatOption> format_options;  // with columns: as stored
+    Oid owner = InvalidOid;  // created_by: user code of the row type (input functions) runs as it
 };
+
+// format_options (a jsonb object, as text) as the format room checks them
+// (format::parse_record_format), keys in order. Not an object: one option named "" (refused).
+std::vector<format::FormatOption> read_format_options(const std::string& options_json);
 
 struct AggregationDef {
     std::int32_t id = 0;

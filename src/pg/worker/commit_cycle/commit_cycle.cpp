@@ -38,6 +38,7 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
             plan.fast.push_back(row_type->column(i).fast);
         }
         plan.paths = row_type->paths();
+        plan.format = format::parse_record_format(src.format, src.format_options);
         plan.key_col = row_type->index_of(src.key_path.empty() ? "kafka_key" : src.key_path);
         plan.time_col = row_type->index_of(src.event_time_path.empty() ? "kafka_timestamp"
                                                                        : src.event_time_path);

@@ -1,0 +1,62 @@
+// A source's record format (create_source's `format` and `format_options`, README "Formats") and
+// the one seam between the formats and the record path: a RowDecoder reads one message into a
+// raw row of the source's declared columns (raw_row.hpp), whatever the format. make_row_decoder
+// is the only place that picks a decoder by format (src/README.md, "The record formats").
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+
+#include "stoatflow/format/csv_decoder.hpp"
+#include "stoatflow/format/dead_reason.hpp"
+#include "stoatflow/format/raw_row.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stoatflow::format {
+
+enum class FormatKind { Json, Csv };
+
+struct RecordFormat {
+    FormatKind kind = FormatKind::Json;
+    CsvOptions csv;  // kind Csv
+};
+
+// One entry of format_options: its value as text (nullopt: JSON null) and whether it was a JSON
+// string or boolean (anything else is refused).
+struct FormatOption {
+    std::string name;
+    std::optional<std::string> value;
+    enum class Type { String, Boolean, Other } type = Type::String;
+};
+
+// The one check of `format` and `format_options` (declaration and worker alike). Throws
+// stoatflow::Error 22023 for an unknown format, an unknown option (naming the key and the valid
+// ones) or a bad value.
+RecordFormat parse_record_format(const std::string& format,
+                                 const std::vector<FormatOption>& options);
+// 'json', 'csv' ...: the format's name as create_source takes it.
+const char* format_name(FormatKind kind);
+
+class RowDecoder {
+public:
+    virtual ~RowDecoder() = default;
+    // Fills columns [0, columns) of `row` from one message (the metadata columns after them are
+    // the record path's). `first`: the message is its partition's first (offset 0). A record
+    // that cannot be read returns its dead-letter reason, with detail(); `skip` is set for a
+    // record that is no data (a CSV header), which is then consumed and nothing else.
+    virtual DeadReason decode(const char* payload, std::size_t len, bool first, RawRows& rows,
+                              std::size_t row, bool& skip) = 0;
+    virtual const std::string& detail() const = 0;
+};
+
+// names and paths: the declared columns (paths: the JSON member paths; a CSV source's are
+// unused: its columns are positional).
+std::unique_ptr<RowDecoder> make_row_decoder(const RecordFormat& format,
+                                             const std::vector<std::string>& names,
+                                             const std::vector<std::vector<std::string>>& paths);
+
+}  // namespace stoatflow::format
