@@ -15,6 +15,8 @@ const char* to_string(DeadReason e) {
     case DeadReason::TimeOutOfRange: return "time_out_of_range";
     case DeadReason::NonNumericValue: return "non_numeric_value";
     case DeadReason::InvalidText: return "invalid_text";
+    case DeadReason::BadAvro: return "bad_avro";
+    case DeadReason::BadSchemaId: return "bad_schema_id";
     case DeadReason::KeyTooLong: return "key_too_long";
     case DeadReason::TimeInFuture: return "time_in_future";
     case DeadReason::ValueOutOfRange: return "value_out_of_range";

@@ -19,6 +19,8 @@ enum class DeadReason {
     TimeOutOfRange,
     NonNumericValue,
     InvalidText,
+    BadAvro,      // an Avro message that does not decode (avro.hpp)
+    BadSchemaId,  // a schema id the registry does not know
     // The record judge (flow/record_judge.hpp):
     KeyTooLong,
     TimeInFuture,
