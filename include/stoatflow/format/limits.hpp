@@ -11,5 +11,10 @@ constexpr std::size_t kExcerptBytes = 64;
 // JSON nesting limit: bounds the decoder's recursion, and stays below the On-Demand parser's own
 // max_depth (1024), which it asserts on in debug builds but does not check otherwise.
 constexpr int kMaxDepth = 1000;
+// Avro (avro.hpp): nesting of a schema or of a value (the same kMaxDepth), array and map items
+// per record (an array of nulls costs no bytes, so its count alone bounds the work), and the
+// bytes of one decimal (128 bytes: 308 digits; more is a dead letter, not a big number).
+constexpr std::size_t kAvroMaxItems = 1000000;
+constexpr std::size_t kAvroMaxDecimalBytes = 128;
 
 }  // namespace stoatflow::format
