@@ -131,6 +131,11 @@ struct Program::Impl {
         return static_cast<std::size_t>(i);
     }
     std::string_view checked_string(std::string_view s) {
+        // Most strings are short and ASCII: one pass over them, the full check only otherwise.
+        unsigned char bad = 0;
+        for (const char ch : s)
+            bad |= static_cast<unsigned char>(static_cast<unsigned char>(ch) - 1);
+        if (bad < 0x7f) return s;  // every byte in 1..127
         if (std::memchr(s.data(), 0, s.size()) || !simdjson::validate_utf8(s.data(), s.size()))
             invalid_text();
         return s;
@@ -453,8 +458,9 @@ struct Program::Impl {
                 if (bc) scratch += " BC";
                 put(st, rows, row, first, RawKind::String, scratch);
             } else {
-                append_int(scratch, v);
-                put(st, rows, row, first, RawKind::Number, scratch);
+                char buf[24];
+                const auto r = std::to_chars(buf, buf + sizeof buf, v);
+                put(st, rows, row, first, RawKind::Number, std::string_view(buf, r.ptr - buf));
             }
             return;
         }
