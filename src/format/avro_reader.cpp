@@ -565,7 +565,12 @@ struct Program::Impl {
         const Node& r = reader->node(rnode);
         if (w.type == Type::Union) return rnode;  // resolved per writer branch
         if (r.type == Type::Union) {
-            for (int b : r.branches)  // the first branch of the same type, then a promotion
+            for (int b : r.branches)  // the branch of the same type (and full name) first
+                if (reader->node(b).type == w.type &&
+                    (!named(w.type) || reader->node(b).name == w.name) &&
+                    matches(w, reader->node(b)))
+                    return b;
+            for (int b : r.branches)  // then one of the same short name, then a promotion
                 if (reader->node(b).type == w.type && matches(w, reader->node(b))) return b;
             for (int b : r.branches)
                 if (matches(w, reader->node(b))) return b;
