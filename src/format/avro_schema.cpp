@@ -67,7 +67,9 @@ bool valid_full_name(std::string_view n) {
     }
 }
 
-struct Parser {
+}  // namespace
+
+struct Schema::Builder {
     Schema& s;
     std::unordered_map<std::string, int> names;
 
@@ -269,15 +271,13 @@ struct Parser {
     }
 };
 
-}  // namespace
-
 Schema Schema::parse(std::string_view json) {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(json);
     element root;
     if (parser.parse(padded).get(root)) bad("not JSON");
     Schema s;
-    Parser p{s, {}};
+    Builder p{s, {}};
     s.root_ = p.parse(root, std::string(), 0);
     return s;
 }

@@ -74,6 +74,8 @@ public:
     int root() const { return root_; }
     std::size_t size() const { return nodes_.size(); }
 
+private:
+    struct Builder;  // avro_schema.cpp
     std::vector<Node> nodes_;
     int root_ = 0;
 };
@@ -84,9 +86,10 @@ using ColumnPaths = std::vector<std::vector<std::string>>;
 
 // The resolution of one writer schema into the columns (optionally through the reader schema
 // the columns were declared from, for defaults, aliases, enum symbols, string/bytes and
-// compatibility), compiled once. Throws stoatflow::Error (22023) when the writer schema cannot
+// compatibility), compiled once. Throws stoatflow::Error (42804) when the writer schema cannot
 // be read into a column by Avro's resolution rules (a type that does not promote, a missing
-// field without a default in a reader schema that is not nullable).
+// field without a default in a reader schema that is not nullable); the reader schema is only
+// used while compiling.
 class Program {
 public:
     Program(const Schema& writer, const Schema* reader, const ColumnPaths& columns);
@@ -108,9 +111,8 @@ public:
                     std::size_t first = 0);
     const std::string& detail() const;
 
-    struct Impl;
-
 private:
+    struct Impl;
     std::unique_ptr<Impl> impl_;
 };
 
