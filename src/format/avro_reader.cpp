@@ -190,10 +190,18 @@ struct Program::Impl {
     }
 
     // ---- rendering -----------------------------------------------------------------------
+    // The shortest text that reads back exactly; one that would look like an integer of more
+    // than 15 digits (1e20 as 100000000000000000000) in exponent form instead, so it stays a
+    // floating-point number to every JSON reader (simdjson refuses such integers).
     static void append_number(std::string& out, double d, bool is_float) {
         char buf[64];
         auto r = is_float ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(d))
                           : std::to_chars(buf, buf + sizeof buf, d);
+        if (r.ptr - buf > 16 && std::memchr(buf, '.', r.ptr - buf) == nullptr &&
+            std::memchr(buf, 'e', r.ptr - buf) == nullptr)
+            r = is_float ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(d),
+                                         std::chars_format::scientific)
+                         : std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
         out.append(buf, r.ptr);
     }
     static void append_int(std::string& out, std::int64_t v) {

@@ -204,6 +204,24 @@ TEST(Avro, FloatsThatAreNoNumbers) {
     EXPECT_EQ(g.values[3], std::make_pair(RawKind::Array, std::string("[\"NaN\"]")));
 }
 
+TEST(Avro, LargeDoublesStayFloatingPointText) {
+    // 2^69 * 1.640625 = 968454063869751459840 (0x444a400000000000): its shortest text has 21
+    // digits and no point; it is written in exponent form, in a column and inside JSON.
+    const char* schema = R"({"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": "double"}, {"name": "all", "type": {"type": "array", "items": "double"}},
+        {"name": "b", "type": "double"}]})";
+    const Got g = read(schema, cols({"a", "all", "b"}),
+                       hex("0000000000404a44"
+                           "02"
+                           "0000000000404a44"
+                           "00"
+                           "408cb5781daf1544"));
+    ASSERT_EQ(g.reason, DeadReason::None) << g.detail;
+    EXPECT_EQ(g.values[0], num("9.684540638697515e+20"));
+    EXPECT_EQ(g.values[1], std::make_pair(RawKind::Array, std::string("[9.684540638697515e+20]")));
+    EXPECT_EQ(g.values[2], num("1e+20"));  // already short
+}
+
 TEST(Avro, EnumsArraysMapsUnionsAndNestedPaths) {
     const Got g = read(kComplex,
                        cols({"kind", "tags", "attrs", "user.id", "user.geo.lat", "user", "note",
