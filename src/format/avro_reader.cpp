@@ -48,11 +48,22 @@ struct Constant {
 
 struct Bad {};
 
+// The steps flattened: a record no column takes whole is its fields' ops in order; a leaf one
+// column takes as it is, or one nothing takes, is one op; anything else runs its step tree.
+enum class Code : std::uint8_t { Tree, Skip, SkipVarint, SkipLen, Int, Long, String };
+struct Op {
+    Code code;
+    std::uint16_t col;
+    int depth;
+    const Step* step;
+};
+
 }  // namespace
 
 struct Program::Impl {
     Schema writer;
     Step root;
+    std::vector<Op> ops;
     std::vector<Constant> constants;
     std::size_t width = 0;
     std::string detail;
@@ -73,6 +84,10 @@ struct Program::Impl {
     }
 
     std::int64_t read_long() {
+        if (p != end && *p < 0x80) {  // one byte: lengths, small numbers, indexes
+            const std::uint64_t b = *p++;
+            return static_cast<std::int64_t>((b >> 1) ^ (~(b & 1) + 1));
+        }
         std::uint64_t v = 0;
         for (int shift = 0; shift < 70; shift += 7) {
             if (p == end) fail("the body ends inside a number");
@@ -131,11 +146,21 @@ struct Program::Impl {
         return static_cast<std::size_t>(i);
     }
     std::string_view checked_string(std::string_view s) {
-        // Most strings are short and ASCII: one pass over them, the full check only otherwise.
-        unsigned char bad = 0;
-        for (const char ch : s)
-            bad |= static_cast<unsigned char>(static_cast<unsigned char>(ch) - 1);
-        if (bad < 0x7f) return s;  // every byte in 1..127
+        // Most strings are ASCII: 8 bytes at a time (no high bit, no zero byte), the full check
+        // only otherwise.
+        constexpr std::uint64_t kOnes = 0x0101010101010101u, kHigh = 0x8080808080808080u;
+        std::size_t i = 0;
+        std::uint64_t bad = 0;
+        for (; i + 8 <= s.size(); i += 8) {
+            std::uint64_t x;
+            std::memcpy(&x, s.data() + i, 8);
+            bad |= (x | ((x - kOnes) & ~x)) & kHigh;
+        }
+        for (; i < s.size(); ++i) {
+            const auto c = static_cast<unsigned char>(s[i]);
+            bad |= (c == 0 || c >= 0x80) ? 1 : 0;
+        }
+        if (!bad) return s;
         if (std::memchr(s.data(), 0, s.size()) || !simdjson::validate_utf8(s.data(), s.size()))
             invalid_text();
         return s;
@@ -535,6 +560,50 @@ struct Program::Impl {
         }
     }
 
+    void run(RawRows& rows, std::size_t row, std::size_t first) {
+        for (const Op& op : ops) {
+            switch (op.code) {
+            case Code::Tree: exec(*op.step, rows, row, first, op.depth); break;
+            case Code::Skip: skip(op.step->wnode, op.depth); break;
+            case Code::SkipVarint: (void)read_long(); break;
+            case Code::SkipLen: take(read_len()); break;
+            case Code::Int:
+            case Code::Long: {
+                const std::int64_t v = op.code == Code::Int ? read_int() : read_long();
+                char buf[24];
+                const auto r = std::to_chars(buf, buf + sizeof buf, v);
+                rows.set(row, first + op.col, RawKind::Number, std::string_view(buf, r.ptr - buf));
+                break;
+            }
+            case Code::String:
+                rows.set(row, first + op.col, RawKind::String, checked_string(take(read_len())));
+                break;
+            }
+        }
+    }
+
+    void flatten(const Step& st, int depth) {
+        if (depth > kMaxDepth) unresolvable("nested deeper than " + std::to_string(kMaxDepth));
+        if (!st.wanted) {
+            Code c = Code::Skip;
+            if (st.type == Type::Int || st.type == Type::Long || st.type == Type::Enum)
+                c = Code::SkipVarint;
+            else if (st.type == Type::String || st.type == Type::Bytes)
+                c = Code::SkipLen;
+            ops.push_back({c, 0, depth, &st});
+        } else if (st.type == Type::Record && st.cols.empty()) {
+            for (const Step& k : st.kids) flatten(k, depth + 1);
+        } else if (st.cols.size() == 1 && st.render == Render::Plain &&
+                   (st.type == Type::Int || st.type == Type::Long || st.type == Type::String)) {
+            const Code c = st.type == Type::Int    ? Code::Int
+                           : st.type == Type::Long ? Code::Long
+                                                   : Code::String;
+            ops.push_back({c, st.cols[0], depth, &st});
+        } else {
+            ops.push_back({Code::Tree, 0, depth, &st});
+        }
+    }
+
     // ---- compiling -----------------------------------------------------------------------
     struct Want {
         std::uint16_t col;
@@ -817,6 +886,7 @@ Program::Program(const Schema& writer, const Schema* reader, const ColumnPaths& 
     for (std::size_t i = 0; i < columns.size(); ++i)
         wants.push_back({static_cast<std::uint16_t>(i), &columns[i], 0});
     impl_->root = impl_->compile(impl_->writer.root(), reader ? reader->root() : -1, wants, 0);
+    impl_->flatten(impl_->root, 0);
     impl_->reader = nullptr;  // not kept: everything the program needs of it is compiled in
 }
 
@@ -836,7 +906,7 @@ DeadReason Program::read(const std::uint8_t* body, std::size_t len, RawRows& row
     m.items = 0;
     for (const Constant& c : m.constants) rows.set(row, first + c.col, c.kind, c.text);
     try {
-        m.exec(m.root, rows, row, first, 0);
+        m.run(rows, row, first);
     } catch (const Bad&) {
         return DeadReason::BadAvro;
     } catch (DeadReason r) {
