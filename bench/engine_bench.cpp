@@ -4,15 +4,27 @@
 #include "stoatflow/core/watermark.hpp"
 #include "stoatflow/core/windowed_aggregation.hpp"
 #include "stoatflow/format/csv_decoder.hpp"
+#include "stoatflow/format/avro.hpp"
 #include "stoatflow/format/json_decoder.hpp"
+#include "stoatflow/format/protobuf.hpp"
 #include "stoatflow/format/row_extractor.hpp"
 
 #include <benchmark/benchmark.h>
+#ifdef STOATFLOW_BENCH_LIBAVRO
+#include <avro.h>
+#endif
+#ifdef STOATFLOW_HAVE_LIBPROTOBUF
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/dynamic_message.h>
+#endif
 
 #include <algorithm>
+#include <charconv>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -208,6 +220,266 @@ void decode_csv(benchmark::State& state) {
                  rows_s / csv_s, json_s / csv_s);
 }
 
+// ---- Avro vs JSON decode into raw rows (src/format/README-avro.md) -------------------------
+// The same events as messages(): the JSON text, and the Avro body of the record
+// {user_id: string, ts: long, amount: int, page: string}, written here by the spec's binary
+// encoding (zig-zag varints, length-prefixed strings).
+const char* kEventSchema = R"({"type": "record", "name": "Event", "fields": [
+    {"name": "user_id", "type": "string"}, {"name": "ts", "type": "long"},
+    {"name": "amount", "type": "int"}, {"name": "page", "type": "string"}]})";
+
+void put_long(std::string& out, long long v) {
+    unsigned long long z =
+        (static_cast<unsigned long long>(v) << 1) ^ static_cast<unsigned long long>(v >> 63);
+    while (z >= 0x80) {
+        out += static_cast<char>((z & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    out += static_cast<char>(z);
+}
+
+const Messages& avro_messages(std::size_t n, int keys) {
+    static std::map<std::pair<std::size_t, int>, Messages> cache;
+    auto& m = cache[{n, keys}];
+    if (!m.offsets.empty()) return m;
+    std::mt19937_64 rng(42);  // the same draws as messages()
+    char buf[64];
+    for (std::size_t i = 0; i < n; ++i) {
+        m.offsets.push_back(m.data.size());
+        const Millis t = kBase + static_cast<Millis>(i * static_cast<double>(kHour) / n);
+        int len = std::snprintf(buf, sizeof buf, "user%06d", static_cast<int>(rng() % keys));
+        put_long(m.data, len);
+        m.data.append(buf, len);
+        put_long(m.data, t);
+        put_long(m.data, static_cast<int>(rng() % 100) + 1);
+        len = std::snprintf(buf, sizeof buf, "/products/%05d", static_cast<int>(rng() % 100000));
+        put_long(m.data, len);
+        m.data.append(buf, len);
+    }
+    m.offsets.push_back(m.data.size());
+    return m;
+}
+
+const std::vector<std::vector<std::string>> kEventColumns = {
+    {"user_id"}, {"ts"}, {"amount"}, {"page"}};
+
+// Rows per batch, as the worker's consume thread fills them.
+constexpr std::size_t kRowBatch = 256;
+
+void decode_rows_json(benchmark::State& state) {
+    const Messages& msgs = messages(scaled(2000000), 1000000);
+    for (auto _ : state) {
+        format::JsonRowExtractor ex(kEventColumns);
+        format::RawRows rows(kEventColumns.size());
+        for (std::size_t i = 0; i < msgs.count(); ++i) {
+            if (rows.size() == kRowBatch) rows.clear();
+            const std::size_t r = rows.add_row();
+            if (ex.extract(msgs.data.data() + msgs.offsets[i],
+                           msgs.offsets[i + 1] - msgs.offsets[i], rows,
+                           r) != format::DeadReason::None)
+                std::abort();
+        }
+        benchmark::DoNotOptimize(rows);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
+}
+
+void decode_rows_avro(benchmark::State& state) {
+    const Messages& msgs = avro_messages(scaled(2000000), 1000000);
+    const auto schema = format::avro::Schema::parse(kEventSchema);
+    for (auto _ : state) {
+        format::avro::Program prog(schema, nullptr, kEventColumns);
+        format::RawRows rows(kEventColumns.size());
+        const auto* base = reinterpret_cast<const std::uint8_t*>(msgs.data.data());
+        for (std::size_t i = 0; i < msgs.count(); ++i) {
+            if (rows.size() == kRowBatch) rows.clear();
+            const std::size_t r = rows.add_row();
+            if (prog.read(base + msgs.offsets[i], msgs.offsets[i + 1] - msgs.offsets[i], rows, r) !=
+                format::DeadReason::None)
+                std::abort();
+        }
+        benchmark::DoNotOptimize(rows);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
+}
+
+#ifdef STOATFLOW_BENCH_LIBAVRO
+// The same rows through Avro C (Debian's libavro-dev): a generic value read per record, its
+// fields fetched by index and written as the same raw text.
+void decode_rows_libavro(benchmark::State& state) {
+    const Messages& msgs = avro_messages(scaled(2000000), 1000000);
+    avro_schema_t schema;
+    if (avro_schema_from_json_length(kEventSchema, std::strlen(kEventSchema), &schema))
+        std::abort();
+    avro_value_iface_t* iface = avro_generic_class_from_schema(schema);
+    avro_value_t value;
+    avro_generic_value_new(iface, &value);
+    avro_reader_t reader = avro_reader_memory(msgs.data.data(), 0);
+    char num[24];
+    for (auto _ : state) {
+        format::RawRows rows(kEventColumns.size());
+        for (std::size_t i = 0; i < msgs.count(); ++i) {
+            if (rows.size() == kRowBatch) rows.clear();
+            const std::size_t r = rows.add_row();
+            avro_reader_memory_set_source(
+                reader, msgs.data.data() + msgs.offsets[i],
+                static_cast<int64_t>(msgs.offsets[i + 1] - msgs.offsets[i]));
+            if (avro_value_read(reader, &value)) std::abort();
+            avro_value_t f;
+            const char* sv;
+            size_t sl;
+            int64_t lv;
+            int32_t iv;
+            avro_value_get_by_index(&value, 0, &f, nullptr);
+            avro_value_get_string(&f, &sv, &sl);
+            rows.set(r, 0, format::RawKind::String, std::string_view(sv, sl - 1));
+            avro_value_get_by_index(&value, 1, &f, nullptr);
+            avro_value_get_long(&f, &lv);
+            rows.set(r, 1, format::RawKind::Number,
+                     std::string_view(num, std::to_chars(num, num + sizeof num, lv).ptr - num));
+            avro_value_get_by_index(&value, 2, &f, nullptr);
+            avro_value_get_int(&f, &iv);
+            rows.set(r, 2, format::RawKind::Number,
+                     std::string_view(num, std::to_chars(num, num + sizeof num, iv).ptr - num));
+            avro_value_get_by_index(&value, 3, &f, nullptr);
+            avro_value_get_string(&f, &sv, &sl);
+            rows.set(r, 3, format::RawKind::String, std::string_view(sv, sl - 1));
+        }
+        benchmark::DoNotOptimize(rows);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
+    avro_reader_free(reader);
+    avro_value_decref(&value);
+    avro_value_iface_decref(iface);
+    avro_schema_decref(schema);
+}
+#endif
+
+// ---- Protocol Buffers vs JSON decode into raw rows (src/format/README.md) -----------------
+// The same events as protobuf bodies of
+//   message Event { string user_id = 1; int64 ts = 2; int32 amount = 3; string page = 4; }
+// (proto3), written here by the wire format's few rules; the reader is checked against Google's
+// encoder in test/unit/protobuf_test.cpp. With libprotobuf present,
+// decode_rows_protobuf_libprotobuf reads the same bytes with its DynamicMessage and reflection,
+// the alternative to our reader.
+void pb_varint(std::string& out, unsigned long long v) {
+    while (v >= 0x80) {
+        out += static_cast<char>((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out += static_cast<char>(v);
+}
+void pb_len(std::string& out, int number, std::string_view bytes) {
+    pb_varint(out, static_cast<unsigned long long>(number) << 3 | 2);
+    pb_varint(out, bytes.size());
+    out.append(bytes.data(), bytes.size());
+}
+void pb_int(std::string& out, int number, long long v) {
+    pb_varint(out, static_cast<unsigned long long>(number) << 3);
+    pb_varint(out, static_cast<unsigned long long>(v));
+}
+
+std::string event_descriptor_set() {
+    std::string msg;
+    pb_len(msg, 1, "Event");
+    const struct {
+        const char* name;
+        int number, type;  // FieldDescriptorProto.Type: 9 string, 3 int64, 5 int32
+    } fields[] = {{"user_id", 1, 9}, {"ts", 2, 3}, {"amount", 3, 5}, {"page", 4, 9}};
+    for (const auto& f : fields) {
+        std::string fd;
+        pb_len(fd, 1, f.name);
+        pb_int(fd, 3, f.number);
+        pb_int(fd, 4, 1);  // LABEL_OPTIONAL
+        pb_int(fd, 5, f.type);
+        pb_len(msg, 2, fd);
+    }
+    std::string file, set;
+    pb_len(file, 1, "bench.proto");
+    pb_len(file, 2, "bench");
+    pb_len(file, 4, msg);
+    pb_len(file, 12, "proto3");
+    pb_len(set, 1, file);
+    return set;
+}
+
+const Messages& protobuf_messages(std::size_t n, int keys) {
+    static std::map<std::pair<std::size_t, int>, Messages> cache;
+    auto& m = cache[{n, keys}];
+    if (!m.offsets.empty()) return m;
+    std::mt19937_64 rng(42);  // the same draws as messages()
+    char buf[64];
+    for (std::size_t i = 0; i < n; ++i) {
+        m.offsets.push_back(m.data.size());
+        const Millis t = kBase + static_cast<Millis>(i * static_cast<double>(kHour) / n);
+        int len = std::snprintf(buf, sizeof buf, "user%06d", static_cast<int>(rng() % keys));
+        pb_len(m.data, 1, std::string_view(buf, static_cast<std::size_t>(len)));
+        pb_int(m.data, 2, t);
+        pb_int(m.data, 3, static_cast<int>(rng() % 100) + 1);
+        len = std::snprintf(buf, sizeof buf, "/products/%05d", static_cast<int>(rng() % 100000));
+        pb_len(m.data, 4, std::string_view(buf, static_cast<std::size_t>(len)));
+    }
+    m.offsets.push_back(m.data.size());
+    return m;
+}
+
+void decode_rows_protobuf(benchmark::State& state) {
+    const Messages& msgs = protobuf_messages(scaled(2000000), 1000000);
+    const auto schema = format::ProtoSchema::parse(event_descriptor_set());
+    for (auto _ : state) {
+        format::ProtoRowExtractor x(schema, *schema->message("bench.Event"), kEventColumns);
+        format::RawRows rows(kEventColumns.size());
+        for (std::size_t i = 0; i < msgs.count(); ++i) {
+            if (rows.size() == kRowBatch) rows.clear();
+            const std::size_t r = rows.add_row();
+            if (x.extract(msgs.data.data() + msgs.offsets[i], msgs.offsets[i + 1] - msgs.offsets[i],
+                          rows, r) != format::DeadReason::None)
+                std::abort();
+        }
+        benchmark::DoNotOptimize(rows);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
+}
+
+#ifdef STOATFLOW_HAVE_LIBPROTOBUF
+void decode_rows_protobuf_libprotobuf(benchmark::State& state) {
+    namespace gp = google::protobuf;
+    const Messages& msgs = protobuf_messages(scaled(2000000), 1000000);
+    gp::FileDescriptorSet set;
+    if (!set.ParseFromString(event_descriptor_set())) std::abort();
+    gp::DescriptorPool pool;
+    for (const auto& f : set.file()) pool.BuildFile(f);
+    const gp::Descriptor* d = pool.FindMessageTypeByName("bench.Event");
+    gp::DynamicMessageFactory factory(&pool);
+    std::unique_ptr<gp::Message> msg(factory.GetPrototype(d)->New());
+    const gp::Reflection* refl = msg->GetReflection();
+    const gp::FieldDescriptor* f[4] = {d->FindFieldByName("user_id"), d->FindFieldByName("ts"),
+                                       d->FindFieldByName("amount"), d->FindFieldByName("page")};
+    std::string scratch;
+    char num[24];
+    for (auto _ : state) {
+        format::RawRows rows(kEventColumns.size());
+        for (std::size_t i = 0; i < msgs.count(); ++i) {
+            if (rows.size() == kRowBatch) rows.clear();
+            const std::size_t r = rows.add_row();
+            if (!msg->ParseFromArray(msgs.data.data() + msgs.offsets[i],
+                                     static_cast<int>(msgs.offsets[i + 1] - msgs.offsets[i])))
+                std::abort();
+            rows.set(r, 0, format::RawKind::String, refl->GetStringReference(*msg, f[0], &scratch));
+            auto e = std::to_chars(num, num + sizeof num, refl->GetInt64(*msg, f[1]));
+            rows.set(r, 1, format::RawKind::Number,
+                     std::string_view(num, static_cast<std::size_t>(e.ptr - num)));
+            e = std::to_chars(num, num + sizeof num, refl->GetInt32(*msg, f[2]));
+            rows.set(r, 2, format::RawKind::Number,
+                     std::string_view(num, static_cast<std::size_t>(e.ptr - num)));
+            rows.set(r, 3, format::RawKind::String, refl->GetStringReference(*msg, f[3], &scratch));
+        }
+        benchmark::DoNotOptimize(rows);
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * msgs.count()));
+}
+#endif
+
 long rss_bytes() {
     long pages = 0, resident = 0;
     if (FILE* f = std::fopen("/proc/self/statm", "r")) {
@@ -266,6 +538,18 @@ BENCHMARK(decode_csv)
     ->Iterations(1)
     ->Repetitions(3)
     ->UseManualTime();
+BENCHMARK(decode_rows_json)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+BENCHMARK(decode_rows_avro)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+#ifdef STOATFLOW_BENCH_LIBAVRO
+BENCHMARK(decode_rows_libavro)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+#endif
+BENCHMARK(decode_rows_protobuf)->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(3);
+#ifdef STOATFLOW_HAVE_LIBPROTOBUF
+BENCHMARK(decode_rows_protobuf_libprotobuf)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->Repetitions(3);
+#endif
 BENCHMARK_CAPTURE(run, tumbling_dense_1h, WindowSpec::tumbling(kHour), count_sum_max(),
                   scaled(2000000), 0)
     ->Unit(benchmark::kMillisecond)

@@ -17,6 +17,8 @@ const char* to_string(DeadReason e) {
     case DeadReason::InvalidText: return "invalid_text";
     case DeadReason::BadCsv: return "bad_csv";
     case DeadReason::BadProtobuf: return "bad_protobuf";
+    case DeadReason::BadAvro: return "bad_avro";
+    case DeadReason::BadSchemaId: return "bad_schema_id";
     case DeadReason::KeyTooLong: return "key_too_long";
     case DeadReason::TimeInFuture: return "time_in_future";
     case DeadReason::ValueOutOfRange: return "value_out_of_range";

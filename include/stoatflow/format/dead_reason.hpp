@@ -21,6 +21,8 @@ enum class DeadReason {
     InvalidText,
     BadCsv,  // format => 'csv' (csv_decoder.hpp)
     BadProtobuf,  // a protobuf body or Confluent frame that does not decode
+    BadAvro,      // an Avro message that does not decode (avro.hpp)
+    BadSchemaId,  // a schema id the registry does not know
     // The record judge (flow/record_judge.hpp):
     KeyTooLong,
     TimeInFuture,

@@ -15,5 +15,10 @@ constexpr int kMaxDepth = 1000;
 // how many message and enum types a descriptor set may declare.
 constexpr int kMaxProtoDepth = 100;
 constexpr std::size_t kMaxProtoTypes = 10000;
+// Avro (avro.hpp): nesting of a schema or of a value (the same kMaxDepth), array and map items
+// per record (an array of nulls costs no bytes, so its count alone bounds the work), and the
+// bytes of one decimal (128 bytes: 308 digits; more is a dead letter, not a big number).
+constexpr std::size_t kAvroMaxItems = 1000000;
+constexpr std::size_t kAvroMaxDecimalBytes = 128;
 
 }  // namespace stoatflow::format
