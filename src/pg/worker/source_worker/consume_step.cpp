@@ -225,11 +225,27 @@ void SourceWorker::commit(bool final) {
                 consuming.emplace(
                     [this, &path = pipeline_->path()] { return consume_while_writing(path); });
             CommitCounts counts;
-            in_transaction([&] {
-                counts = pipeline_->write(snap);
-                write_partition_status(status);
-                rebuild = aggregation_signature() != signature_;
-            });
+            // The aggregations changed while this commit was written (alter_aggregation, a drop,
+            // a new one): nothing of it is committed; the worker starts over from the last commit
+            // under the new catalog, so every commit after a change's own runs under it (README
+            // "Altering an aggregation"). The rows are locked: a change waits for this commit.
+            struct CatalogChanged {};
+            bool aborted = false;
+            try {
+                in_transaction([&] {
+                    counts = pipeline_->write(snap);
+                    write_partition_status(status);
+                    if (aggregation_signature(true) != signature_) throw CatalogChanged{};
+                });
+            } catch (const CatalogChanged&) {
+                aborted = true;
+            }
+            if (aborted) {
+                if (consuming) consuming->finish();
+                snapshot_bytes_ = 0;
+                if (!final) drop_pipeline();
+                return;
+            }
             const double ms = std::chrono::duration<double, std::milli>(
                                   std::chrono::steady_clock::now() - started)
                                   .count();
@@ -251,11 +267,15 @@ void SourceWorker::commit(bool final) {
     if (rebuild && !final) drop_pipeline();
 }
 
-std::string SourceWorker::aggregation_signature() {
-    spi_exec(
-        "SELECT coalesce(pg_catalog.string_agg(aggregation_id::pg_catalog.text, ',' ORDER BY aggregation_id), '') "
-        "FROM stoatflow.aggregation WHERE source_id OPERATOR(pg_catalog.=) $1",
-        {arg_int32(source_id_)});
+std::string SourceWorker::aggregation_signature(bool lock) {
+    // the ids, and what alter_aggregation changes (README "Altering an aggregation")
+    spi_exec(std::string("SELECT coalesce(pg_catalog.string_agg(pg_catalog.concat_ws(':', "
+                         "aggregation_id, grace_ms, emit, retention_ms), ',' ORDER BY "
+                         "aggregation_id), '') FROM (SELECT aggregation_id, grace_ms, emit, "
+                         "retention_ms FROM stoatflow.aggregation WHERE source_id "
+                         "OPERATOR(pg_catalog.=) $1") +
+                 (lock ? " FOR SHARE) a" : ") a"),
+             {arg_int32(source_id_)});
     return *spi_text(0, 1);
 }
 
