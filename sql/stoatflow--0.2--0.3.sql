@@ -113,6 +113,18 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'stoatflow_alter_aggregation';
 REVOKE ALL ON FUNCTION stoatflow.alter_aggregation(text, interval, text, interval) FROM PUBLIC;
 
+-- What an aggregation will cost before it is created, from the engine's formulas (README
+-- "Estimating cost"); max_out_of_orderness as create_source's default. Reads nothing: PUBLIC.
+CREATE FUNCTION stoatflow.estimate("window" stoatflow."window", keys bigint,
+                                   retention interval DEFAULT NULL,
+                                   aggregates text DEFAULT 'count(*)',
+                                   max_out_of_orderness interval DEFAULT '10 seconds')
+RETURNS TABLE (open_windows_per_key numeric, segment_interval interval, live_segments_max integer,
+               state_bytes_per_window integer, memory_bytes bigint, disk_bytes bigint)
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow_estimate';
+
 ------------------------------------------------------------------------------------------
 -- Formats (README "Formats")
 ------------------------------------------------------------------------------------------

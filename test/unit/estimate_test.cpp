@@ -1,0 +1,58 @@
+// stoatflow.estimate's arithmetic (core::estimate_cost, README "Estimating cost"): the open
+// windows per kind, the segment rule with out-of-orderness, and memory from the engine's own
+// per-window and per-key bytes.
+#include "stoatflow/core/cost_estimate.hpp"
+#include "stoatflow/core/segment_layout.hpp"
+#include "stoatflow/core/window/window_store.hpp"
+
+#include <gtest/gtest.h>
+
+namespace stoatflow::core {
+namespace {
+
+CostEstimate run(WindowSpec spec, std::int64_t keys, Millis retention = kNoTime, Millis ooo = 0,
+                 std::size_t aggregates = 1) {
+    CostInputs in;
+    in.spec = spec;
+    in.keys = keys;
+    in.retention = resolve_retention(spec, retention);
+    in.max_out_of_orderness = ooo;
+    in.aggregates = aggregates;
+    return estimate_cost(in);
+}
+
+TEST(CostEstimate, OpenWindowsPerKind) {
+    EXPECT_EQ(run(WindowSpec::tumbling(300'000), 1).open_windows_per_key, 1);
+    EXPECT_EQ(run(WindowSpec::tumbling(300'000, 30'000), 1).open_windows_per_key, 2);
+    EXPECT_EQ(run(WindowSpec::hopping(600'000, 120'000), 1).open_windows_per_key, 5);
+    EXPECT_EQ(run(WindowSpec::hopping(600'000, 120'000, 1), 1).open_windows_per_key, 6);
+    EXPECT_EQ(run(WindowSpec::session(60'000, 60'000), 1).open_windows_per_key, 2);
+    EXPECT_EQ(run(WindowSpec::sliding(60'000, 10'000), 1).open_windows_per_key, 4);
+}
+
+TEST(CostEstimate, SegmentsWithOutOfOrderness) {
+    // interval max(150 s, 60 s, 300 s); live ceil((300 + 10) / 300) + 1
+    const CostEstimate e = run(WindowSpec::tumbling(300'000), 10, kNoTime, 10'000);
+    EXPECT_EQ(e.segment_interval, 300'000);
+    EXPECT_EQ(e.live_segments_max, 3);
+    EXPECT_EQ(run(WindowSpec::tumbling(300'000), 10).live_segments_max, 2);
+    EXPECT_EQ(SegmentLayout(300'000, 300'000).max_live_segments(10'000), 3);
+    EXPECT_EQ(e.state_rows, 10 * 1 * 3);
+}
+
+TEST(CostEstimate, MemoryFromTheEnginesBytes) {
+    const CostEstimate t = run(WindowSpec::tumbling(60'000), 1000);
+    EXPECT_EQ(t.state_bytes_per_window,
+              static_cast<std::int64_t>(WindowStore::window_bytes(WindowKind::Tumbling, 1)));
+    EXPECT_EQ(t.memory_bytes, 1000 * (t.state_bytes_per_window + t.key_bytes));
+    // hopping: a key's block holds a record's windows and one more
+    const CostEstimate h = run(WindowSpec::hopping(600'000, 120'000), 1000);
+    EXPECT_EQ(h.memory_bytes, 1000 * (6 * h.state_bytes_per_window + h.key_bytes));
+    // more aggregates than fit a window inline cost their cells
+    EXPECT_GT(run(WindowSpec::tumbling(60'000), 1, kNoTime, 0, 5).state_bytes_per_window,
+              t.state_bytes_per_window);
+    EXPECT_EQ(run(WindowSpec::tumbling(60'000), 0).memory_bytes, 0);
+}
+
+}  // namespace
+}  // namespace stoatflow::core
