@@ -5,6 +5,7 @@
 #include "stoatflow/core/window/window_store.hpp"
 
 #include <cmath>
+#include <cstddef>
 
 namespace stoatflow::core {
 
@@ -20,18 +21,25 @@ CostEstimate estimate_cost(const CostInputs& in) {
     e.segment_interval = segments.interval();
     e.live_segments_max = segments.max_live_segments(in.max_out_of_orderness);
     double per_segment = 0;
+    // ceil((length + grace) / step) windows are open behind W; records up to max_out_of_orderness
+    // ahead of W keep ooo / step more open on average (the share of the time a key's next window
+    // is open ahead of W).
+    const double ooo = static_cast<double>(in.max_out_of_orderness);
     switch (w.kind) {
     case WindowKind::Tumbling:
     case WindowKind::Hopping:
-        e.open_windows_per_key = static_cast<double>(ceil_div(w.size + w.grace, w.advance));
+        e.open_windows_per_key = static_cast<double>(ceil_div(w.size + w.grace, w.advance)) +
+                                 ooo / static_cast<double>(w.advance);
         per_segment = static_cast<double>(ceil_div(e.segment_interval, w.advance));
         break;
     case WindowKind::Session:
-        e.open_windows_per_key = static_cast<double>(ceil_div(w.size + w.grace, w.size));
+        e.open_windows_per_key = static_cast<double>(ceil_div(w.size + w.grace, w.size)) +
+                                 ooo / static_cast<double>(w.size);
         per_segment = static_cast<double>(ceil_div(e.segment_interval, w.size));
         break;
     case WindowKind::Sliding:
-        e.open_windows_per_key = 2.0 * static_cast<double>(ceil_div(w.size + w.grace, w.size));
+        e.open_windows_per_key = 2.0 * (static_cast<double>(ceil_div(w.size + w.grace, w.size)) +
+                                        ooo / static_cast<double>(w.size));
         per_segment = 2.0 * static_cast<double>(ceil_div(e.segment_interval, w.size));
         break;
     }

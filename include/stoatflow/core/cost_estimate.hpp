@@ -28,7 +28,8 @@ struct CostEstimate {
     // Open windows of one key under a steady stream: tumbling ceil((size + grace) / size),
     // hopping ceil((size + grace) / advance), session ceil((gap + grace) / gap), sliding
     // 2 · ceil((D + grace) / D) (one record per key per D, each with its left window and the
-    // one after it).
+    // one after it); each plus max_out_of_orderness / (advance, gap or D; sliding: twice that):
+    // the windows records ahead of W keep open, on average.
     double open_windows_per_key = 0;
     Millis segment_interval = 0;
     long live_segments_max = 0;

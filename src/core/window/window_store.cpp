@@ -5,6 +5,7 @@
 #include "stoatflow/core/window/window_assigner.hpp"
 
 #include <cassert>
+#include <cmath>
 
 namespace stoatflow::core {
 
@@ -51,9 +52,14 @@ std::size_t WindowStore::key_bytes(WindowKind kind, std::size_t key_length) {
 }
 
 double WindowStore::window_places(const WindowSpec& spec, double open) {
-    if (spec.kind != WindowKind::Hopping) return open;
-    const double reserved = static_cast<double>(WindowAssigner(spec).windows_per_record() + 1);
-    return open > reserved ? open : reserved;
+    // The block is a vector: it starts at one place (hopping: the reserve), doubles when full and
+    // never shrinks, so it ends at the first such capacity that held the most windows at once.
+    std::size_t places =
+        spec.kind == WindowKind::Hopping
+            ? static_cast<std::size_t>(WindowAssigner(spec).windows_per_record() + 1)
+            : 1;
+    while (static_cast<double>(places) < std::ceil(open)) places *= 2;
+    return static_cast<double>(places);
 }
 
 std::size_t WindowStore::heap_bytes() const {

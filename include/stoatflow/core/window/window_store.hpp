@@ -73,8 +73,8 @@ public:
     // "Estimating cost").
     static std::size_t window_bytes(WindowKind kind, std::size_t aggregates);
     static std::size_t key_bytes(WindowKind kind, std::size_t key_length);
-    // Window places a key's block holds for `open` windows (hopping reserves a record's windows
-    // at once).
+    // Window places a key's block holds once it held `open` windows (rounded up) at once: it
+    // starts at one (hopping: a record's windows and one more), doubles, never shrinks.
     static double window_places(const WindowSpec& spec, double open);
 
     // ---- windows of a key
