@@ -404,6 +404,60 @@ SELECT s.source_name, coalesce(po.topic, s.topic) AS topic, s.brokers,
 -- alter_aggregation and estimate (README "Changing a running pipeline")
 ------------------------------------------------------------------------------------------
 
+-- What each aggregation's committed state was made under, written with it by every commit:
+-- closed_through_ms, the largest window end it had closed (a restore under another grace keeps
+-- those closed), and state_emit, the emit strategy its sink rows were written by (README
+-- "Altering an aggregation"). NULL before the first commit.
+ALTER TABLE stoatflow.aggregation_progress ADD COLUMN closed_through_ms bigint;
+ALTER TABLE stoatflow.aggregation_progress ADD COLUMN state_emit text;
+-- The engine's window state in memory at the last commit (what stoatflow.worker_memory_limit
+-- counts), to compare with stoatflow.estimate (README "Estimating cost").
+ALTER TABLE stoatflow.aggregation_progress ADD COLUMN memory_bytes bigint;
+
+-- The owner rule of drop_aggregation, for the functions that change an aggregation: the
+-- caller must be a member of the owner's role (superusers are). Returns the id and locks the
+-- catalog row, so an alter and a drop of the same aggregation run one after the other.
+CREATE FUNCTION stoatflow._check_aggregation_owner(aggregation_name text)
+RETURNS integer LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    caller  regrole := stoatflow._invoking_role();
+    agg     record;
+BEGIN
+    SELECT a.aggregation_id, a.owner INTO agg FROM stoatflow.aggregation a
+     WHERE a.aggregation_name = _check_aggregation_owner.aggregation_name FOR UPDATE;
+    IF agg.aggregation_id IS NULL THEN
+        RAISE EXCEPTION 'aggregation "%" does not exist', aggregation_name USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT pg_has_role(caller, agg.owner, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of aggregation %', aggregation_name
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN agg.aggregation_id;
+END $$;
+REVOKE ALL ON FUNCTION stoatflow._check_aggregation_owner(text) FROM PUBLIC;
+
+-- Changes grace, emit or retention of a running aggregation and keeps its state (README
+-- "Altering an aggregation"). Like drop_aggregation, for the aggregation's owner.
+CREATE FUNCTION stoatflow.alter_aggregation(aggregation_name text, grace interval DEFAULT NULL,
+                                            emit text DEFAULT NULL, retention interval DEFAULT NULL)
+RETURNS void LANGUAGE C VOLATILE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow_alter_aggregation';
+REVOKE ALL ON FUNCTION stoatflow.alter_aggregation(text, interval, text, interval) FROM PUBLIC;
+
+-- What an aggregation will cost before it is created, from the engine's formulas (README
+-- "Estimating cost"); max_out_of_orderness as create_source's default. Reads nothing: PUBLIC.
+CREATE FUNCTION stoatflow.estimate("window" stoatflow."window", keys bigint,
+                                   retention interval DEFAULT NULL,
+                                   aggregates text DEFAULT 'count(*)',
+                                   max_out_of_orderness interval DEFAULT '10 seconds')
+RETURNS TABLE (open_windows_per_key numeric, segment_interval interval, live_segments_max integer,
+               state_bytes_per_window integer, memory_bytes bigint, disk_bytes bigint)
+LANGUAGE C STABLE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow_estimate';
+
 ------------------------------------------------------------------------------------------
 -- Formats (README "Formats")
 ------------------------------------------------------------------------------------------

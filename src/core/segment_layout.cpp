@@ -15,8 +15,9 @@ bool SegmentLayout::expired(Millis segment_start, Millis span, Millis frontier, 
     return segment_start + span <= frontier - retention;
 }
 
-long SegmentLayout::max_live_segments() const {
-    return static_cast<long>((retention_ + interval_ - 1) / interval_) + 1;
+long SegmentLayout::max_live_segments(Millis max_out_of_orderness) const {
+    const Millis span = retention_ + max_out_of_orderness;
+    return static_cast<long>((span + interval_ - 1) / interval_) + 1;
 }
 
 }  // namespace stoatflow::core

@@ -96,6 +96,14 @@ Millis WindowSpec::close_point(Millis end) const {
     return kind == WindowKind::Session ? end + size + grace : end + grace;
 }
 
+Millis WindowSpec::closed_frontier(Millis watermark) const {
+    // is_closed(end, W) ⇔ end ≤ W − (close_point(end) − end): the offset is the same for every end.
+    const Millis by_watermark = watermark == kNoTime ? kNoTime : watermark - (close_point(0) - 0);
+    if (closed_through == kNoTime) return by_watermark;
+    if (by_watermark == kNoTime) return closed_through;
+    return std::max(closed_through, by_watermark);
+}
+
 std::string WindowSpec::describe() const {
     std::string s = std::string(to_string(kind)) + "(" + std::to_string(size) + "ms";
     if (kind == WindowKind::Hopping) s += ", advance " + std::to_string(advance) + "ms";

@@ -26,7 +26,8 @@ WindowedAggregation::WindowedAggregation(WindowSpec spec, std::vector<AggSpec> a
                                          std::shared_ptr<ExternalAggregates> external)
     : store_(spec, AggLayout(checked(std::move(aggregates), external != nullptr), external),
              retention, segment_interval),
-      grid_(store_), sliding_(store_), session_(store_), emitter_(emit, store_.ext()) {
+      grid_(store_), sliding_(store_), session_(store_), emitter_(emit, store_.ext()),
+      committed_emit_(emit) {
     if (store_.ext() && spec.kind == WindowKind::Session && !store_.ext()->can_merge())
         throw Error(sqlstate::kFeatureNotSupported,
                     "session windows need aggregates that can be combined",
@@ -127,7 +128,11 @@ void WindowedAggregation::flush(Millis watermark, CommitOutput& out) {
 void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     const WindowSpec& spec = store_.spec();
     if (row.removed) return;
-    const bool closed = spec.is_closed(row.end, watermark);
+    // Closed in the committed state: by the closed frontier committed with it when there is one
+    // (after alter_aggregation the grace may differ from the one that state was made under: a
+    // window the new grace would close is still open, and closes at the next flush).
+    const bool closed = spec.closed_through != kNoTime ? row.end <= spec.closed_through
+                                                       : spec.is_closed(row.end, watermark);
     // Closed windows are final and emitted already; sliding windows and sessions come back
     // as closed ones until their eviction_time, as in an uninterrupted run.
     if (closed && (!(spec.kind == WindowKind::Sliding || spec.kind == WindowKind::Session) ||
@@ -160,13 +165,15 @@ void WindowedAggregation::restore(const WindowStateRow& row, Millis watermark) {
     // forgotten zone of now, which may refuse more than an uninterrupted run would.
     if (spec.kind == WindowKind::Session)
         ws.floor = row.floor ? *row.floor : session_.forgotten_zone(watermark);
-    if (emitter_.in_sink(closed)) {
+    if (Emitter::in_sink(committed_emit_, closed)) {
         ws.emitted_start = ws.start;
         ws.ever_emitted = true;
     }
     if (closed) {
         store_.mark_closed(kit, ws);
         store_.schedule_eviction(kit, ws);
+    } else if (!ws.ever_emitted && emitter_.strategy() == EmitStrategy::OnWindowUpdate) {
+        store_.touch(kit, ws);  // on_window_close → on_window_update: written at the next commit
     }
 }
 

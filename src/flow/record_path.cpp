@@ -34,6 +34,7 @@ RecordPath::RecordPath(const RecordPathConfig& config)
         a.name = def.name;
         a.engine = std::make_unique<core::WindowedAggregation>(
             def.spec, def.aggregates, def.emit, def.retention, def.segment_interval, def.external);
+        if (def.committed_emit) a.engine->restore_committed_under(*def.committed_emit);
         a.executor = def.external != nullptr;
         for (const auto& s : def.aggregates) {
             int idx = -1;
@@ -294,6 +295,7 @@ CommitSnapshot RecordPath::take_snapshot(core::Millis now, const AggregationScop
         snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());
         snap.aggs[i].keys_with_open_windows =
             static_cast<std::int64_t>(engine.keys_with_open_windows());
+        snap.aggs[i].memory_bytes = static_cast<std::int64_t>(engine.memory_bytes());
     }
     records_since_commit_ = 0;
     w_at_commit_ = snap.watermark;

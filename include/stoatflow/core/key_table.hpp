@@ -34,6 +34,14 @@ public:
     // (not what V owns). O(1): entry bytes are counted as entries come and go.
     std::size_t memory_bytes() const { return slots_.capacity() * sizeof(Slot) + entry_bytes_; }
 
+    // What one entry costs on average with a key of `key_length` bytes: entry_bytes, and the
+    // slots (the load stays between 3/8 and 3/4: two slots per entry on average). For
+    // stoatflow.estimate (README "Estimating cost").
+    static std::size_t average_bytes_per_entry(std::size_t key_length) {
+        const bool heap_key = key_length > std::string().capacity();
+        return sizeof(Entry) + (heap_key ? key_length + 1 : 0) + 2 * sizeof(Slot);
+    }
+
     static std::uint64_t hash_of(std::string_view key) {
         return std::hash<std::string_view>{}(key)*0x9E3779B97F4A7C15ull;
     }

@@ -33,8 +33,9 @@ public:
         return expired(segment_start, interval_, frontier, retention_);
     }
 
-    // Worst-case number of live segments: ceil(retention / interval) + 1.
-    long max_live_segments() const;
+    // Worst-case number of live segments: ceil((retention + max_out_of_orderness) / interval)
+    // + 1 (records up to max_out_of_orderness ahead of W make windows in segments ahead of W).
+    long max_live_segments(Millis max_out_of_orderness = 0) const;
 
 private:
     struct Stored {};

@@ -24,6 +24,10 @@ struct WindowSpec {
     Millis size = 0;     // tumbling/hopping: size; sliding: time difference D; session: gap
     Millis advance = 0;  // hopping: advance; tumbling: == size; otherwise 0
     Millis grace = 0;
+    // Windows ending at or before this are closed whatever the grace (kNoTime: none): what the
+    // committed state had closed, so a raised grace never reopens a window (README "Altering an
+    // aggregation"). Not part of the definition (operator== ignores it).
+    Millis closed_through = kNoTime;
 
     static WindowSpec tumbling(Millis size, Millis grace = 0);
     static WindowSpec hopping(Millis size, Millis advance, Millis grace = 0);
@@ -43,8 +47,13 @@ struct WindowSpec {
     // last + 1 ms — is closed once the watermark reaches close_point(end).
     Millis close_point(Millis end) const;
     bool is_closed(Millis end, Millis watermark) const {
-        return watermark != kNoTime && watermark >= close_point(end);
+        return (closed_through != kNoTime && end <= closed_through) ||
+               (watermark != kNoTime && watermark >= close_point(end));
     }
+    // The largest end closed at `watermark` (closed_through included; kNoTime when none is):
+    // every window with end ≤ it is closed. Committed with the state, it becomes the
+    // closed_through of the engine that restores that state.
+    Millis closed_frontier(Millis watermark) const;
 
     std::string describe() const;
     bool operator==(const WindowSpec& o) const {

@@ -66,6 +66,11 @@ public:
     // newest version per (key, start) across all live segments; tombstones are skipped
     // here.
     void restore(const WindowStateRow& row, Millis watermark);
+    // The emit strategy the state to restore was committed under, when alter_aggregation changed
+    // it since (README "Altering an aggregation"): it says which windows the sink holds. From
+    // on_window_close to on_window_update, the open windows restored are written at the next
+    // commit. Call before restore.
+    void restore_committed_under(EmitStrategy committed) { committed_emit_ = committed; }
 
     const WindowSpec& spec() const { return store_.spec(); }
     const AggLayout& layout() const { return store_.layout(); }
@@ -102,6 +107,7 @@ private:
     SlidingAssigner sliding_;
     SessionMerger session_;
     Emitter emitter_;
+    EmitStrategy committed_emit_;  // what restore reads the sink's rows by
     AggregationStats stats_;
 };
 

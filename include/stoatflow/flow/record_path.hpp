@@ -54,6 +54,7 @@ struct CommitSnapshot {
         core::AggregationStats stats;
         std::int64_t open_windows = 0;
         std::int64_t keys_with_open_windows = 0;
+        std::int64_t memory_bytes = 0;  // the engine's heap (WindowedAggregation::memory_bytes)
     };
     std::vector<Aggregation> aggs;  // in the path's aggregation order
 };
@@ -112,6 +113,9 @@ struct RecordPathConfig {
         // Run by the executor: its records come with exec_feed's folds, its aggregate states
         // are these (nullptr: the built-in fast path only).
         std::shared_ptr<core::ExternalAggregates> external;
+        // The emit strategy its committed state was written under (nullopt: `emit`); it differs
+        // after alter_aggregation (README "Altering an aggregation").
+        std::optional<core::EmitStrategy> committed_emit;
     };
     std::vector<Aggregation> aggregations;
 };
@@ -300,6 +304,13 @@ public:
     // while the consume thread runs.
     const core::AggLayout& layout(std::size_t aggregation) const {
         return aggs_[aggregation].engine->layout();
+    }
+    // Its window and emit strategy: fixed at construction too.
+    const core::WindowSpec& engine_spec(std::size_t aggregation) const {
+        return aggs_[aggregation].engine->spec();
+    }
+    core::EmitStrategy engine_emit(std::size_t aggregation) const {
+        return aggs_[aggregation].engine->emit();
     }
 
 private:

@@ -5,6 +5,7 @@
 #include "stoatflow/core/window/window_assigner.hpp"
 
 #include <cassert>
+#include <cmath>
 
 namespace stoatflow::core {
 
@@ -31,12 +32,41 @@ std::size_t WindowStore::keys_with_open_windows() const {
     return n;
 }
 
+namespace {
+std::size_t extra_cell_bytes(std::size_t aggregates) {
+    return aggregates > CellArray::kInline ? aggregates * sizeof(AggCell) : 0;
+}
+bool is_grid(WindowKind kind) {
+    return kind == WindowKind::Tumbling || kind == WindowKind::Hopping;
+}
+}  // namespace
+
+std::size_t WindowStore::window_bytes(WindowKind kind, std::size_t aggregates) {
+    return sizeof(WindowState) + extra_cell_bytes(aggregates) +
+           (is_grid(kind) ? 0 : sizeof(Pending));
+}
+
+std::size_t WindowStore::key_bytes(WindowKind kind, std::size_t key_length) {
+    return KeyMap::average_bytes_per_entry(key_length) + (is_grid(kind) ? sizeof(GridClose) : 0) +
+           sizeof(KeyIt);
+}
+
+double WindowStore::window_places(const WindowSpec& spec, double open) {
+    // The block is a vector: it starts at one place (hopping: the reserve), doubles when full and
+    // never shrinks, so it ends at the first such capacity that held the most windows at once.
+    std::size_t places =
+        spec.kind == WindowKind::Hopping
+            ? static_cast<std::size_t>(WindowAssigner(spec).windows_per_record() + 1)
+            : 1;
+    while (static_cast<double>(places) < std::ceil(open)) places *= 2;
+    return static_cast<double>(places);
+}
+
 std::size_t WindowStore::heap_bytes() const {
     // Containers whose capacity is not at hand are counted by size: their slack is at most
     // their size again (growth by doubling), and every term here is an estimate anyway.
     constexpr std::size_t kMapNode = 32;  // red-black tree node header (libstdc++)
-    const std::size_t cells =
-        layout_.size() > CellArray::kInline ? layout_.size() * sizeof(AggCell) : 0;
+    const std::size_t cells = extra_cell_bytes(layout_.size());
     return keys_.memory_bytes() + window_capacity_ * sizeof(WindowState) + resident_ * cells +
            calendar_.size() * (kMapNode + sizeof(Calendar::value_type)) +
            calendar_entries_ * sizeof(GridClose) +

@@ -120,7 +120,11 @@ void load_columns(SourceDef& s) {
 const char* kAggregationColumns =
     "SELECT aggregation_id, aggregation_name, kind, size_ms, advance_ms, grace_ms, agg_functions, "
     "agg_fields, agg_columns, emit, retention_ms, segment_interval_ms, sink::oid, owner::oid, "
-    "sink_schema, sink_table, executor, aggregates, group_by, filter, source_id "
+    "sink_schema, sink_table, executor, aggregates, group_by, filter, source_id, "
+    "(SELECT p.closed_through_ms FROM stoatflow.aggregation_progress p WHERE p.aggregation_id "
+    "OPERATOR(pg_catalog.=) aggregation.aggregation_id), "
+    "(SELECT p.state_emit FROM stoatflow.aggregation_progress p WHERE p.aggregation_id "
+    "OPERATOR(pg_catalog.=) aggregation.aggregation_id) "
     "FROM stoatflow.aggregation ";
 
 AggregationDef aggregation_from_row(std::uint64_t r) {
@@ -147,6 +151,8 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     a.group_by = spi_text(r, 19);
     a.filter = spi_text(r, 20);
     a.source_id = static_cast<std::int32_t>(*spi_int64(r, 21));
+    if (const auto closed = spi_int64(r, 22)) a.spec.closed_through = *closed;
+    if (const auto emit = spi_text(r, 23)) a.committed_emit = core::emit_strategy_from_name(*emit);
     return a;
 }
 }  // namespace

@@ -17,6 +17,8 @@
 
 extern "C" {
 #include "utils/memutils.h"
+#include "access/htup_details.h"
+#include "storage/bufpage.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -114,6 +116,24 @@ void SegmentStore::read_windows(const core::AggLayout& layout,
         if (OidIsValid(relid)) release_read_lock(relid);
     }
     for (const auto& [id, n] : newest) f(n.row);
+}
+
+std::int64_t SegmentStore::table_bytes(std::int64_t rows, std::size_t key_length,
+                                       std::size_t state_bytes) {
+    // One row of the table segment_for creates: tuple header, then key text, window_start,
+    // window_end, event_time (bigint), state bytea, removed boolean, commit_seq bigint; short
+    // varlena headers (1 byte) below 127 bytes, bigints aligned to 8.
+    auto varlena = [](std::size_t n) { return n + (n < 127 ? 1 : 4); };
+    std::size_t off = MAXALIGN(SizeofHeapTupleHeader);
+    off += varlena(key_length);
+    off = TYPEALIGN(8, off) + 3 * 8;
+    off += varlena(state_bytes) + 1;
+    off = TYPEALIGN(8, off) + 8;
+    const std::size_t tuple = MAXALIGN(off) + sizeof(ItemIdData);
+    const std::size_t per_page = (BLCKSZ - SizeOfPageHeaderData) / tuple;
+    const std::int64_t pages =
+        (rows + static_cast<std::int64_t>(per_page) - 1) / static_cast<std::int64_t>(per_page);
+    return pages * BLCKSZ;
 }
 
 Segment& SegmentStore::segment_for(core::Millis start) {

@@ -277,19 +277,10 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
         throw Error(sqlstate::kNullValueNotAllowed, "window must not be NULL",
                     "Use stoatflow.tumbling(), hopping(), sliding() or session().");
     check_names(r.window.kind, r.emit);
-    const std::string& kind = *r.window.kind;
-    if (r.window.size == 0 || r.window.grace == 0)
-        throw Error(sqlstate::kInvalidParameterValue,
-                    "window kind, size and grace must not be NULL");
-    const core::Millis size = interval_ms(r.window.size, "window size");
-    const core::Millis advance =
-        kind == "tumbling"  ? size
-        : kind == "hopping" ? (r.window.advance == 0 ? 0 : interval_ms(r.window.advance, "advance"))
-                            : 0;
-    const core::Millis grace = interval_ms(r.window.grace, "grace");
-    std::optional<core::Millis> retention;
-    if (r.retention != 0) retention = interval_ms(r.retention, "retention");
-    const WindowCheck window = check_window(kind, size, advance, grace, retention);
+    const ResolvedWindow resolved = resolve_window(r.window, r.retention);
+    const std::string& kind = resolved.kind;
+    const core::Millis size = resolved.size, advance = resolved.advance, grace = resolved.grace;
+    const WindowCheck& window = resolved.check;
 
     if (!r.aggregates)
         throw Error(sqlstate::kNullValueNotAllowed, "aggregates must not be NULL",
@@ -383,8 +374,10 @@ OptText opt_text_arg(FunctionCallInfo fcinfo, int i) {
     return text_to_string(PG_GETARG_DATUM(i));
 }
 
+}  // namespace
+
 // A stoatflow.window row's fields (kind, size, advance, grace).
-WindowArg window_arg(FunctionCallInfo fcinfo, int i) {
+WindowArg declare::window_arg(FunctionCallInfo fcinfo, int i) {
     WindowArg w;
     if (PG_ARGISNULL(i)) return w;
     w.is_null = false;
@@ -402,7 +395,28 @@ WindowArg window_arg(FunctionCallInfo fcinfo, int i) {
     w.grace = nulls[3] ? 0 : fields[3];
     return w;
 }
-}  // namespace
+
+declare::ResolvedWindow declare::resolve_window(const WindowArg& w, Datum retention_iv) {
+    if (w.is_null || !w.kind)
+        throw Error(sqlstate::kNullValueNotAllowed, "window must not be NULL",
+                    "Use stoatflow.tumbling(), hopping(), sliding() or session().");
+    ResolvedWindow out;
+    out.kind = *w.kind;
+    core::window_kind_from_name(out.kind);
+    if (w.size == 0 || w.grace == 0)
+        throw Error(sqlstate::kInvalidParameterValue,
+                    "window kind, size and grace must not be NULL");
+    out.size = interval_ms(w.size, "window size");
+    out.advance = out.kind == "tumbling"  ? out.size
+                  : out.kind == "hopping" ? (w.advance == 0 ? 0 : interval_ms(w.advance, "advance"))
+                                          : 0;
+    out.grace = interval_ms(w.grace, "grace");
+    std::optional<core::Millis> retention;
+    if (retention_iv != 0) retention = interval_ms(retention_iv, "retention");
+    out.check = check_window(out.kind, out.size, out.advance, out.grace, retention);
+    out.spec = window_spec_from(out.kind, out.size, out.advance, out.grace);
+    return out;
+}
 
 // create_aggregation(aggregation_name, source, "window", aggregates, sink, emit, retention,
 // group_by, filter, start_from)

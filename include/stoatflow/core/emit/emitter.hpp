@@ -38,7 +38,12 @@ public:
     // Recovery: does the sink hold a row for a committed window state? Under on_window_update
     // every committed state version was upserted in the same transaction; under
     // on_window_close only closed windows were written.
-    bool in_sink(bool closed) const { return strategy_ == EmitStrategy::OnWindowUpdate || closed; }
+    bool in_sink(bool closed) const { return in_sink(strategy_, closed); }
+    // The same for a state committed under `committed` (it differs after alter_aggregation
+    // changed emit: README "Altering an aggregation").
+    static bool in_sink(EmitStrategy committed, bool closed) {
+        return committed == EmitStrategy::OnWindowUpdate || closed;
+    }
 
 private:
     void emit_row(const std::string& key, WindowState& ws, bool final, CommitOutput& out,

@@ -66,6 +66,16 @@ public:
     std::size_t resident_windows() const { return resident_; }
     // The heap held (WindowedAggregation::memory_bytes adds the engine's own size).
     std::size_t heap_bytes() const;
+    // What heap_bytes counts for one window of `aggregates` built-in aggregates (its place in
+    // the key's block, its cells beyond the inline ones, its close entry for sliding windows and
+    // sessions), and for one key of `key_length` bytes (its key table entry, its calendar entry
+    // for grid kinds, its place on the dirty list): stoatflow.estimate's terms (README
+    // "Estimating cost").
+    static std::size_t window_bytes(WindowKind kind, std::size_t aggregates);
+    static std::size_t key_bytes(WindowKind kind, std::size_t key_length);
+    // Window places a key's block holds once it held `open` windows (rounded up) at once: it
+    // starts at one (hopping: a record's windows and one more), doubles, never shrinks.
+    static double window_places(const WindowSpec& spec, double open);
 
     // ---- windows of a key
     // Index of the first window with start ≥ s / > s.

@@ -49,6 +49,11 @@ struct AggregationDef {
     core::WindowSpec spec;
     std::vector<core::AggSpec> aggregates;
     core::EmitStrategy emit = core::EmitStrategy::OnWindowUpdate;
+    // The emit strategy its committed state was written under (aggregation_progress.state_emit;
+    // nullopt before the first commit). spec.closed_through is what that state had closed
+    // (closed_through_ms). Both differ from the definition after alter_aggregation only (README
+    // "Altering an aggregation").
+    std::optional<core::EmitStrategy> committed_emit;
     core::Millis retention = 0;
     core::Millis segment_interval = 0;
     Oid sink = InvalidOid;    // as recorded; see resolve_sink()

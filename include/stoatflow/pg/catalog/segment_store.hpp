@@ -47,6 +47,12 @@ public:
     // Drops every segment lying wholly before frontier − retention (whole tables only).
     void expire(core::Millis frontier);
 
+    // The bytes `rows` window states take in segment tables (the columns created here, heap
+    // pages filled to their end, no index): keys of key_length bytes, states of state_bytes.
+    // stoatflow.estimate's disk term (README "Estimating cost").
+    static std::int64_t table_bytes(std::int64_t rows, std::size_t key_length,
+                                    std::size_t state_bytes);
+
 private:
     Segment& segment_for(core::Millis start);
 

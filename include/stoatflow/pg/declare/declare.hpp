@@ -70,6 +70,18 @@ struct WindowCheck {
 WindowCheck check_window(const std::string& kind, core::Millis size, core::Millis advance,
                          core::Millis grace, std::optional<core::Millis> retention);
 
+// A stoatflow.window argument (NULL: is_null), and the window it declares, checked and resolved
+// as create_aggregation takes it (22004 for a NULL window, 22023 for a bad one): milliseconds,
+// the spec, the retention (retention: an interval Datum, 0 for NULL) and segment interval.
+WindowArg window_arg(FunctionCallInfo fcinfo, int i);
+struct ResolvedWindow {
+    std::string kind;
+    core::Millis size = 0, advance = 0, grace = 0;
+    core::WindowSpec spec;
+    WindowCheck check;
+};
+ResolvedWindow resolve_window(const WindowArg& window, Datum retention);
+
 // A window kind and an emit strategy the core knows (22023); NULL refused as unknown.
 void check_names(const OptText& window_kind, const OptText& emit);
 

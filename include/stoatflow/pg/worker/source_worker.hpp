@@ -58,7 +58,8 @@ private:
     using PartitionStatus = std::vector<std::tuple<core::TopicPartition, std::int64_t, bool>>;
     PartitionStatus partition_status();
     void write_partition_status(const PartitionStatus& status);
-    std::string aggregation_signature();
+    // The aggregations' ids and alterable parameters; lock: FOR SHARE (in a commit).
+    std::string aggregation_signature(bool lock = false);
     bool source_exists();
     bool source_paused();
     // backfill.cpp

@@ -60,9 +60,9 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
     cfg.idle_timeout = src.idle_timeout;
     for (std::size_t i = 0; i < aggs.size(); ++i) {
         const AggregationDef& a = aggs[i];
-        cfg.aggregations.push_back({a.name, a.spec, a.aggregates, a.emit, a.retention,
-                                    a.segment_interval,
-                                    exec != nullptr ? exec->external[i] : nullptr});
+        cfg.aggregations.push_back(
+            {a.name, a.spec, a.aggregates, a.emit, a.retention, a.segment_interval,
+             exec != nullptr ? exec->external[i] : nullptr, a.committed_emit});
     }
     return cfg;
 }
@@ -200,6 +200,9 @@ void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& s
     // both strategies; expiry runs behind it.
     const core::Millis frontier = snap.watermark;
     agg.segments.expire(frontier);
+    // What this state has closed, committed with it: a restore under another grace keeps it
+    // closed (README "Altering an aggregation").
+    const core::Millis closed = path_.engine_spec(i).closed_frontier(snap.watermark);
     const auto& st = a.stats;
     bool closed_some = false;
     for (const auto& u : out.upserts) closed_some |= u.final;
@@ -226,18 +229,29 @@ void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& s
         "state_bytes_written = $10, open_windows = $11, keys_with_open_windows = $12, "
         "freshness_lag_ms = coalesce($13, freshness_lag_ms), last_commit_at = pg_catalog.now(), "
         "last_error = CASE WHEN $14 OPERATOR(pg_catalog.=) '' THEN NULL ELSE $14 END, sink_owed = $15, "
-        "filtered = $16, status = $17 "
+        "filtered = $16, status = $17, closed_through_ms = $18, state_emit = $19, "
+        "memory_bytes = $20 "
         "WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-        {arg_int32(agg.def.id), frontier == core::kNoTime ? arg_null(INT8OID) : arg_int64(frontier),
+        {arg_int32(agg.def.id),
+         frontier == core::kNoTime ? arg_null(INT8OID) : arg_int64(frontier),
          arg_int64(agg.base.records_in + st.records_in),
          arg_int64(agg.base.dropped_late_window + st.dropped_late_window),
          arg_int64(agg.base.dropped_late_session + st.dropped_late_session),
          arg_int64(agg.base.windows_emitted + st.windows_emitted),
          arg_int64(agg.base.windows_reemitted + st.windows_reemitted),
-         arg_int64(agg.base.sessions_merged + st.sessions_merged), arg_int64(agg.state_rows),
-         arg_int64(agg.state_bytes), arg_int64(a.open_windows), arg_int64(a.keys_with_open_windows),
-         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag), arg_text(error),
-         arg_int64(owed), arg_int64(agg.base.filtered + st.filtered), arg_text(status)});
+         arg_int64(agg.base.sessions_merged + st.sessions_merged),
+         arg_int64(agg.state_rows),
+         arg_int64(agg.state_bytes),
+         arg_int64(a.open_windows),
+         arg_int64(a.keys_with_open_windows),
+         agg.freshness_lag < 0 ? arg_null(INT8OID) : arg_int64(agg.freshness_lag),
+         arg_text(error),
+         arg_int64(owed),
+         arg_int64(agg.base.filtered + st.filtered),
+         arg_text(status),
+         closed == core::kNoTime ? arg_null(INT8OID) : arg_int64(closed),
+         arg_text(core::to_string(path_.engine_emit(i))),
+         arg_int64(a.memory_bytes)});
 }
 
 void CommitCycle::commit(core::Millis now) { write(take_snapshot(now)); }

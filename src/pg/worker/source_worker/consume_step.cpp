@@ -237,18 +237,48 @@ void SourceWorker::commit(bool final) {
                 consuming.emplace(
                     [this, &path = pipeline_->path()] { return consume_while_writing(path); });
             CommitCounts counts;
-            in_transaction([&] {
-                if (backfill_ != 0 && !backfill_row_locked()) {
-                    rebuild = true;  // joined or dropped meanwhile: nothing to write
-                    return;
-                }
-                counts = pipeline_->write(snap);
-                if (backfill_ == 0) write_partition_status(status);
-                rebuild = aggregation_signature() != signature_;
-                // A backfill asked to join: its positions are these (README "Backfill and
-                // start_from").
-                if (backfill_ == 0 && answer_holds()) rebuild = true;
-            });
+            // The aggregations changed since the worker started (alter_aggregation, a drop, a
+            // new one, a pause): nothing of this commit is written; the worker starts over from
+            // the last commit under the new catalog, so every commit after a change's own runs
+            // under it (README "Altering an aggregation"). The rows are locked first: a change
+            // waits for this commit.
+            struct CatalogChanged {};
+            bool aborted = false;
+            try {
+                in_transaction([&] {
+                    if (backfill_ != 0 && !backfill_row_locked()) {
+                        rebuild = true;  // joined or dropped meanwhile: nothing to write
+                        return;
+                    }
+                    // Before anything is written (a backfill's join deletes its backfill row,
+                    // which changes its signature). A pause is not a change of the aggregations:
+                    // what was consumed is committed, then the worker starts over, paused
+                    // (README "Pausing a source").
+                    const std::string sig = aggregation_signature(true);
+                    const auto unpaused = [](std::string v) {
+                        constexpr std::string_view kPaused = ";paused";
+                        if (v.size() >= kPaused.size() &&
+                            v.compare(v.size() - kPaused.size(), kPaused.size(), kPaused) == 0)
+                            v.resize(v.size() - kPaused.size());
+                        return v;
+                    };
+                    if (unpaused(sig) != unpaused(signature_)) throw CatalogChanged{};
+                    counts = pipeline_->write(snap);
+                    if (backfill_ == 0) write_partition_status(status);
+                    if (sig != signature_) rebuild = true;
+                    // A backfill asked to join: its positions are these (README "Backfill and
+                    // start_from").
+                    if (backfill_ == 0 && answer_holds()) rebuild = true;
+                });
+            } catch (const CatalogChanged&) {
+                aborted = true;
+            }
+            if (aborted) {
+                if (consuming) consuming->finish();
+                snapshot_bytes_ = 0;
+                if (!final) drop_pipeline();
+                return;
+            }
             const double ms = std::chrono::duration<double, std::milli>(
                                   std::chrono::steady_clock::now() - started)
                                   .count();
@@ -273,25 +303,32 @@ void SourceWorker::commit(bool final) {
 }
 
 // The aggregations this worker runs (a source worker those that do not backfill, a backfill
-// worker its own while it backfills), and whether the source is paused (README "Pausing a
-// source"): a change of either is seen at the next commit and makes the worker start over.
-std::string SourceWorker::aggregation_signature() {
-    if (backfill_ != 0)
-        return std::string(spi_exec("SELECT 1 FROM stoatflow.backfill WHERE aggregation_id "
-                                    "OPERATOR(pg_catalog.=) $1",
-                                    {arg_int32(backfill_)}) > 0
-                               ? "backfill"
-                               : "") +
-               (source_paused() ? ";paused" : "");
-    spi_exec(
-        "SELECT coalesce(pg_catalog.string_agg(aggregation_id::pg_catalog.text, ',' ORDER BY aggregation_id), '') "
-        "OPERATOR(pg_catalog.||) CASE WHEN EXISTS (SELECT 1 FROM stoatflow.source s WHERE "
-        "s.source_id OPERATOR(pg_catalog.=) $1 AND s.paused) THEN ';paused' ELSE '' END "
-        "FROM stoatflow.aggregation a WHERE source_id OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
-        "(SELECT 1 FROM stoatflow.backfill b WHERE b.aggregation_id OPERATOR(pg_catalog.=) "
-        "a.aggregation_id)",
-        {arg_int32(source_id_)});
-    return *spi_text(0, 1);
+// worker its own while it backfills), what alter_aggregation changes of them (README "Altering
+// an aggregation"), and whether the source is paused (README "Pausing a source"): a change of
+// any is seen at the next commit and makes the worker start over. `lock`: the aggregations'
+// rows FOR SHARE, so a change waits for the commit that reads them.
+std::string SourceWorker::aggregation_signature(bool lock) {
+    const std::string params =
+        "SELECT coalesce(pg_catalog.string_agg(pg_catalog.concat_ws(':', aggregation_id, grace_ms, "
+        "emit, retention_ms), ',' ORDER BY aggregation_id), '') FROM (SELECT aggregation_id, "
+        "grace_ms, emit, retention_ms FROM stoatflow.aggregation a WHERE ";
+    const std::string locking = lock ? " FOR SHARE) a" : ") a";
+    if (backfill_ != 0) {
+        spi_exec(params + "a.aggregation_id OPERATOR(pg_catalog.=) $1" + locking,
+                 {arg_int32(backfill_)});
+        const std::string mine = *spi_text(0, 1);
+        const bool backfilling = spi_exec("SELECT 1 FROM stoatflow.backfill WHERE aggregation_id "
+                                          "OPERATOR(pg_catalog.=) $1",
+                                          {arg_int32(backfill_)}) > 0;
+        return (backfilling ? "backfill;" : ";") + mine + (source_paused() ? ";paused" : "");
+    }
+    spi_exec(params +
+                 "a.source_id OPERATOR(pg_catalog.=) $1 AND NOT EXISTS (SELECT 1 FROM "
+                 "stoatflow.backfill b WHERE b.aggregation_id OPERATOR(pg_catalog.=) "
+                 "a.aggregation_id)" +
+                 locking,
+             {arg_int32(source_id_)});
+    return *spi_text(0, 1) + (source_paused() ? ";paused" : "");
 }
 
 bool SourceWorker::source_paused() {

@@ -1,0 +1,46 @@
+// What an aggregation will cost before it is created (stoatflow.estimate, README "Estimating
+// cost"), from the engine's own formulas: the segment interval and live segments of
+// SegmentLayout, the bytes per window and per key of WindowStore (what worker_memory_limit
+// counts), the state row bytes of the layout.
+#pragma once
+#include "stoatflow/core/no_postgres.hpp"
+#include "stoatflow/core/time.hpp"
+#include "stoatflow/core/window_spec.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stoatflow::core {
+
+// Keys are taken as this long (bytes) unless the caller says otherwise.
+inline constexpr std::size_t kEstimateKeyBytes = 16;
+
+struct CostInputs {
+    WindowSpec spec;        // validated
+    std::int64_t keys = 0;  // distinct keys with live windows
+    Millis retention = 0;   // resolved (resolve_retention)
+    Millis max_out_of_orderness = 0;
+    std::size_t aggregates = 1;  // built-in aggregate cells per window
+    std::size_t key_length = kEstimateKeyBytes;
+};
+
+struct CostEstimate {
+    // Open windows of one key under a steady stream: tumbling ceil((size + grace) / size),
+    // hopping ceil((size + grace) / advance), session ceil((gap + grace) / gap), sliding
+    // 2 · ceil((D + grace) / D) (one record per key per D, each with its left window and the
+    // one after it); each plus max_out_of_orderness / (advance, gap or D; sliding: twice that):
+    // the windows records ahead of W keep open, on average.
+    double open_windows_per_key = 0;
+    Millis segment_interval = 0;
+    long live_segments_max = 0;
+    std::int64_t state_bytes_per_window = 0;  // in memory (WindowStore::window_bytes)
+    std::int64_t key_bytes = 0;               // in memory, once per key (WindowStore::key_bytes)
+    std::int64_t memory_bytes = 0;
+    // Window states one version each in live_segments_max segments (the caller sizes them):
+    // keys × windows starting per segment and key × live_segments_max.
+    std::int64_t state_rows = 0;
+};
+
+CostEstimate estimate_cost(const CostInputs& in);
+
+}  // namespace stoatflow::core
