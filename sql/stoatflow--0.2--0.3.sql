@@ -181,6 +181,36 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION stoatflow._owned_source(text, text, boolean) FROM PUBLIC;
 
+-- The one owner check of an aggregation (drop_aggregation, alter_aggregation, resync_sink): the
+-- caller must be a member of the owner's role (superusers are). Returns the id and locks the
+-- catalog row, so an alter, a drop and a resync of the same aggregation run one after the other;
+-- NULL for an aggregation that does not exist when missing_ok (the caller says so).
+CREATE FUNCTION stoatflow._owned_aggregation(aggregation_name text, action text, missing_ok boolean DEFAULT false)
+RETURNS integer LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    agg record;
+BEGIN
+    IF aggregation_name IS NULL THEN
+        RAISE EXCEPTION 'aggregation name must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT a.aggregation_id, a.owner INTO agg FROM stoatflow.aggregation a
+     WHERE a.aggregation_name = _owned_aggregation.aggregation_name FOR UPDATE;
+    IF agg.aggregation_id IS NULL THEN
+        IF missing_ok THEN
+            RETURN NULL;
+        END IF;
+        RAISE EXCEPTION 'aggregation "%" does not exist', aggregation_name USING ERRCODE = 'undefined_object';
+    END IF;
+    IF NOT pg_has_role(stoatflow._invoking_role(), agg.owner, 'MEMBER') THEN
+        RAISE EXCEPTION 'must be owner of aggregation %', aggregation_name
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = format('Only superusers and the aggregation''s owner (or a member of its role) may %s it.', action);
+    END IF;
+    RETURN agg.aggregation_id;
+END $$;
+REVOKE ALL ON FUNCTION stoatflow._owned_aggregation(text, text, boolean) FROM PUBLIC;
+
 CREATE FUNCTION stoatflow.pause_source(source_name text)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
@@ -348,21 +378,14 @@ RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     caller  regrole := stoatflow._invoking_role();
+    id      integer := stoatflow._owned_aggregation(aggregation_name, 'drop', missing_ok);
     agg     record;
 BEGIN
-    SELECT a.aggregation_id, a.owner, a.sink INTO agg FROM stoatflow.aggregation a
-     WHERE a.aggregation_name = drop_aggregation.aggregation_name;
-    IF agg.aggregation_id IS NULL THEN
-        IF missing_ok THEN
-            RAISE NOTICE 'aggregation "%" does not exist, skipping', aggregation_name;
-            RETURN;
-        END IF;
-        RAISE EXCEPTION 'aggregation "%" does not exist', aggregation_name USING ERRCODE = 'undefined_object';
+    IF id IS NULL THEN
+        RAISE NOTICE 'aggregation "%" does not exist, skipping', aggregation_name;
+        RETURN;
     END IF;
-    IF NOT pg_has_role(caller, agg.owner, 'MEMBER') THEN
-        RAISE EXCEPTION 'must be owner of aggregation %', aggregation_name
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    SELECT a.aggregation_id, a.sink INTO agg FROM stoatflow.aggregation a WHERE a.aggregation_id = id;
     IF drop_sink AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = agg.sink)
        AND NOT pg_has_role(caller, (SELECT c.relowner FROM pg_class c WHERE c.oid = agg.sink), 'MEMBER') THEN
         RAISE EXCEPTION 'must be owner of table % to drop it', agg.sink::regclass
@@ -413,29 +436,6 @@ ALTER TABLE stoatflow.aggregation_progress ADD COLUMN state_emit text;
 -- The engine's window state in memory at the last commit (what stoatflow.worker_memory_limit
 -- counts), to compare with stoatflow.estimate (README "Estimating cost").
 ALTER TABLE stoatflow.aggregation_progress ADD COLUMN memory_bytes bigint;
-
--- The owner rule of drop_aggregation, for the functions that change an aggregation: the
--- caller must be a member of the owner's role (superusers are). Returns the id and locks the
--- catalog row, so an alter and a drop of the same aggregation run one after the other.
-CREATE FUNCTION stoatflow._check_aggregation_owner(aggregation_name text)
-RETURNS integer LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    caller  regrole := stoatflow._invoking_role();
-    agg     record;
-BEGIN
-    SELECT a.aggregation_id, a.owner INTO agg FROM stoatflow.aggregation a
-     WHERE a.aggregation_name = _check_aggregation_owner.aggregation_name FOR UPDATE;
-    IF agg.aggregation_id IS NULL THEN
-        RAISE EXCEPTION 'aggregation "%" does not exist', aggregation_name USING ERRCODE = 'undefined_object';
-    END IF;
-    IF NOT pg_has_role(caller, agg.owner, 'MEMBER') THEN
-        RAISE EXCEPTION 'must be owner of aggregation %', aggregation_name
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    RETURN agg.aggregation_id;
-END $$;
-REVOKE ALL ON FUNCTION stoatflow._check_aggregation_owner(text) FROM PUBLIC;
 
 -- Changes grace, emit or retention of a running aggregation and keeps its state (README
 -- "Altering an aggregation"). Like drop_aggregation, for the aggregation's owner.

@@ -29,9 +29,9 @@ STOATFLOW_FUNCTION(stoatflow_alter_aggregation) {
     if (!PG_ARGISNULL(3)) request.retention = declare::interval_ms(PG_GETARG_DATUM(3), "retention");
 
     SpiSession spi;
-    // drop_aggregation's rule (the caller must be a member of the owner's role); it locks the
-    // catalog row, so a concurrent alter or drop waits for this one.
-    spi_exec("SELECT stoatflow._check_aggregation_owner($1)", {arg_text(name)});
+    // The one owner check of an aggregation; it locks the catalog row, so a concurrent alter or
+    // drop waits for this one.
+    spi_exec("SELECT stoatflow._owned_aggregation($1, 'alter')", {arg_text(name)});
     const AggregationDef def = load_aggregation(name);
     core::AggregationParams before{def.spec, def.emit, def.retention, def.segment_interval};
     before.spec.closed_through = core::kNoTime;

@@ -26,11 +26,9 @@ STOATFLOW_FUNCTION(stoatflow_resync_sink) {
         throw Error(sqlstate::kInvalidParameterValue, "aggregation name must not be NULL");
     const std::string name = text_to_string(PG_GETARG_DATUM(0));
     SpiSession spi;
+    // The one owner check of an aggregation (it locks the catalog row against an alter or drop).
+    spi_exec("SELECT stoatflow._owned_aggregation($1, 'resync')", {arg_text(name)});
     const AggregationDef def = load_aggregation(name);
-    const Oid caller = GetOuterUserId();
-    if (!pg_call([&] { return has_privs_of_role(caller, def.owner); }))
-        throw Error(sqlstate::kInsufficientPrivilege, "must be owner of aggregation " + name,
-                    "resync_sink writes the sink as the aggregation's owner.");
     // The worker updates this row in every commit: holding it makes that commit wait, so what is
     // read below is the newest committed state and nothing newer is overwritten with older values.
     spi_exec("SELECT 1 FROM stoatflow.aggregation_progress WHERE aggregation_id "

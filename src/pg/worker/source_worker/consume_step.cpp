@@ -328,7 +328,8 @@ std::string SourceWorker::aggregation_signature(bool lock) {
                  "a.aggregation_id)" +
                  locking,
              {arg_int32(source_id_)});
-    return *spi_text(0, 1) + (source_paused() ? ";paused" : "");
+    const std::string ids = *spi_text(0, 1);  // read before the next query replaces the result
+    return ids + (source_paused() ? ";paused" : "");
 }
 
 bool SourceWorker::source_paused() {
