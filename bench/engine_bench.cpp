@@ -45,14 +45,48 @@ struct Messages {
     std::size_t count() const { return offsets.size() - 1; }
 };
 
-// n events over one hour, times increasing, keys drawn uniformly from `keys`; as JSON objects,
-// or (csv) the same events as CSV records (user_id,ts,amount,page).
-const Messages& messages(std::size_t n, int keys, bool csv = false) {
-    static std::map<std::tuple<std::size_t, int, bool>, Messages> cache;
-    auto& m = cache[{n, keys, csv}];
+// The binary encodings' few rules, to write the benchmark's events (the readers are checked
+// against the formats' own encoders in the unit tests): Avro's zig-zag longs and
+// length-prefixed strings; protobuf's varints, tags and length-delimited fields.
+void put_long(std::string& out, long long v) {
+    unsigned long long z =
+        (static_cast<unsigned long long>(v) << 1) ^ static_cast<unsigned long long>(v >> 63);
+    while (z >= 0x80) {
+        out += static_cast<char>((z & 0x7f) | 0x80);
+        z >>= 7;
+    }
+    out += static_cast<char>(z);
+}
+
+void pb_varint(std::string& out, unsigned long long v) {
+    while (v >= 0x80) {
+        out += static_cast<char>((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out += static_cast<char>(v);
+}
+void pb_len(std::string& out, int number, std::string_view bytes) {
+    pb_varint(out, static_cast<unsigned long long>(number) << 3 | 2);
+    pb_varint(out, bytes.size());
+    out.append(bytes.data(), bytes.size());
+}
+void pb_int(std::string& out, int number, long long v) {
+    pb_varint(out, static_cast<unsigned long long>(number) << 3);
+    pb_varint(out, static_cast<unsigned long long>(v));
+}
+
+// The same events in each format: JSON objects, CSV records (user_id,ts,amount,page), Avro
+// bodies of {user_id: string, ts: long, amount: int, page: string}, protobuf bodies of
+// message Event { string user_id = 1; int64 ts = 2; int32 amount = 3; string page = 4; }.
+enum class Encoding { Json, Csv, Avro, Protobuf };
+
+// n events over one hour, times increasing, keys drawn uniformly from `keys`.
+const Messages& messages(std::size_t n, int keys, Encoding enc = Encoding::Json) {
+    static std::map<std::tuple<std::size_t, int, Encoding>, Messages> cache;
+    auto& m = cache[{n, keys, enc}];
     if (!m.offsets.empty()) return m;
     std::mt19937_64 rng(42);
-    char buf[256];
+    char buf[256], user_id[32], page_path[32];
     m.data.reserve(n * 100);
     for (std::size_t i = 0; i < n; ++i) {
         m.offsets.push_back(m.data.size());
@@ -60,13 +94,40 @@ const Messages& messages(std::size_t n, int keys, bool csv = false) {
         const int user = static_cast<int>(rng() % keys);
         const int amount = static_cast<int>(rng() % 100) + 1;
         const int page = static_cast<int>(rng() % 100000);
-        const int len = csv ? std::snprintf(buf, sizeof buf, "user%06d,%lld,%d,/products/%05d",
-                                            user, static_cast<long long>(t), amount, page)
-                            : std::snprintf(buf, sizeof buf,
-                                            "{\"user_id\":\"user%06d\",\"ts\":%lld,\"amount\":%d,"
-                                            "\"page\":\"/products/%05d\"}",
-                                            user, static_cast<long long>(t), amount, page);
-        m.data.append(buf, len);
+        const std::string_view u(user_id, static_cast<std::size_t>(std::snprintf(
+                                              user_id, sizeof user_id, "user%06d", user)));
+        const std::string_view pg(
+            page_path, static_cast<std::size_t>(
+                           std::snprintf(page_path, sizeof page_path, "/products/%05d", page)));
+        switch (enc) {
+        case Encoding::Json:
+        case Encoding::Csv: {
+            const int len =
+                enc == Encoding::Csv
+                    ? std::snprintf(buf, sizeof buf, "%s,%lld,%d,%s", user_id,
+                                    static_cast<long long>(t), amount, page_path)
+                    : std::snprintf(
+                          buf, sizeof buf,
+                          "{\"user_id\":\"%s\",\"ts\":%lld,\"amount\":%d,\"page\":\"%s\"}", user_id,
+                          static_cast<long long>(t), amount, page_path);
+            m.data.append(buf, static_cast<std::size_t>(len));
+            break;
+        }
+        case Encoding::Avro:
+            put_long(m.data, static_cast<long long>(u.size()));
+            m.data.append(u.data(), u.size());
+            put_long(m.data, t);
+            put_long(m.data, amount);
+            put_long(m.data, static_cast<long long>(pg.size()));
+            m.data.append(pg.data(), pg.size());
+            break;
+        case Encoding::Protobuf:
+            pb_len(m.data, 1, u);
+            pb_int(m.data, 2, t);
+            pb_int(m.data, 3, amount);
+            pb_len(m.data, 4, pg);
+            break;
+        }
     }
     m.offsets.push_back(m.data.size());
     return m;
@@ -160,7 +221,7 @@ void decode_only(benchmark::State& state) {
 void decode_csv(benchmark::State& state) {
     const std::size_t n = scaled(2000000);
     const Messages& json = messages(n, 1000000);
-    const Messages& csv = messages(n, 1000000, true);
+    const Messages& csv = messages(n, 1000000, Encoding::Csv);
     // Thread CPU time: the machine's other load does not skew the ratio.
     struct Clock {
         static double now() {
@@ -221,44 +282,10 @@ void decode_csv(benchmark::State& state) {
 }
 
 // ---- Avro vs JSON decode into raw rows (src/format/README-avro.md) -------------------------
-// The same events as messages(): the JSON text, and the Avro body of the record
-// {user_id: string, ts: long, amount: int, page: string}, written here by the spec's binary
-// encoding (zig-zag varints, length-prefixed strings).
+// The same events as messages() writes them (Encoding::Avro), and their writer schema.
 const char* kEventSchema = R"({"type": "record", "name": "Event", "fields": [
     {"name": "user_id", "type": "string"}, {"name": "ts", "type": "long"},
     {"name": "amount", "type": "int"}, {"name": "page", "type": "string"}]})";
-
-void put_long(std::string& out, long long v) {
-    unsigned long long z =
-        (static_cast<unsigned long long>(v) << 1) ^ static_cast<unsigned long long>(v >> 63);
-    while (z >= 0x80) {
-        out += static_cast<char>((z & 0x7f) | 0x80);
-        z >>= 7;
-    }
-    out += static_cast<char>(z);
-}
-
-const Messages& avro_messages(std::size_t n, int keys) {
-    static std::map<std::pair<std::size_t, int>, Messages> cache;
-    auto& m = cache[{n, keys}];
-    if (!m.offsets.empty()) return m;
-    std::mt19937_64 rng(42);  // the same draws as messages()
-    char buf[64];
-    for (std::size_t i = 0; i < n; ++i) {
-        m.offsets.push_back(m.data.size());
-        const Millis t = kBase + static_cast<Millis>(i * static_cast<double>(kHour) / n);
-        int len = std::snprintf(buf, sizeof buf, "user%06d", static_cast<int>(rng() % keys));
-        put_long(m.data, len);
-        m.data.append(buf, len);
-        put_long(m.data, t);
-        put_long(m.data, static_cast<int>(rng() % 100) + 1);
-        len = std::snprintf(buf, sizeof buf, "/products/%05d", static_cast<int>(rng() % 100000));
-        put_long(m.data, len);
-        m.data.append(buf, len);
-    }
-    m.offsets.push_back(m.data.size());
-    return m;
-}
 
 const std::vector<std::vector<std::string>> kEventColumns = {
     {"user_id"}, {"ts"}, {"amount"}, {"page"}};
@@ -285,7 +312,7 @@ void decode_rows_json(benchmark::State& state) {
 }
 
 void decode_rows_avro(benchmark::State& state) {
-    const Messages& msgs = avro_messages(scaled(2000000), 1000000);
+    const Messages& msgs = messages(scaled(2000000), 1000000, Encoding::Avro);
     const auto schema = format::avro::Schema::parse(kEventSchema);
     for (auto _ : state) {
         format::avro::Program prog(schema, nullptr, kEventColumns);
@@ -307,7 +334,7 @@ void decode_rows_avro(benchmark::State& state) {
 // The same rows through Avro C (Debian's libavro-dev): a generic value read per record, its
 // fields fetched by index and written as the same raw text.
 void decode_rows_libavro(benchmark::State& state) {
-    const Messages& msgs = avro_messages(scaled(2000000), 1000000);
+    const Messages& msgs = messages(scaled(2000000), 1000000, Encoding::Avro);
     avro_schema_t schema;
     if (avro_schema_from_json_length(kEventSchema, std::strlen(kEventSchema), &schema))
         std::abort();
@@ -356,29 +383,9 @@ void decode_rows_libavro(benchmark::State& state) {
 #endif
 
 // ---- Protocol Buffers vs JSON decode into raw rows (src/format/README.md) -----------------
-// The same events as protobuf bodies of
-//   message Event { string user_id = 1; int64 ts = 2; int32 amount = 3; string page = 4; }
-// (proto3), written here by the wire format's few rules; the reader is checked against Google's
-// encoder in test/unit/protobuf_test.cpp. With libprotobuf present,
-// decode_rows_protobuf_libprotobuf reads the same bytes with its DynamicMessage and reflection,
-// the alternative to our reader.
-void pb_varint(std::string& out, unsigned long long v) {
-    while (v >= 0x80) {
-        out += static_cast<char>((v & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out += static_cast<char>(v);
-}
-void pb_len(std::string& out, int number, std::string_view bytes) {
-    pb_varint(out, static_cast<unsigned long long>(number) << 3 | 2);
-    pb_varint(out, bytes.size());
-    out.append(bytes.data(), bytes.size());
-}
-void pb_int(std::string& out, int number, long long v) {
-    pb_varint(out, static_cast<unsigned long long>(number) << 3);
-    pb_varint(out, static_cast<unsigned long long>(v));
-}
-
+// The same events as messages() writes them (Encoding::Protobuf), and their descriptor set (the
+// message Event, proto3). With libprotobuf present, decode_rows_protobuf_libprotobuf reads the
+// same bytes with its DynamicMessage and reflection, the alternative to our reader.
 std::string event_descriptor_set() {
     std::string msg;
     pb_len(msg, 1, "Event");
@@ -403,28 +410,8 @@ std::string event_descriptor_set() {
     return set;
 }
 
-const Messages& protobuf_messages(std::size_t n, int keys) {
-    static std::map<std::pair<std::size_t, int>, Messages> cache;
-    auto& m = cache[{n, keys}];
-    if (!m.offsets.empty()) return m;
-    std::mt19937_64 rng(42);  // the same draws as messages()
-    char buf[64];
-    for (std::size_t i = 0; i < n; ++i) {
-        m.offsets.push_back(m.data.size());
-        const Millis t = kBase + static_cast<Millis>(i * static_cast<double>(kHour) / n);
-        int len = std::snprintf(buf, sizeof buf, "user%06d", static_cast<int>(rng() % keys));
-        pb_len(m.data, 1, std::string_view(buf, static_cast<std::size_t>(len)));
-        pb_int(m.data, 2, t);
-        pb_int(m.data, 3, static_cast<int>(rng() % 100) + 1);
-        len = std::snprintf(buf, sizeof buf, "/products/%05d", static_cast<int>(rng() % 100000));
-        pb_len(m.data, 4, std::string_view(buf, static_cast<std::size_t>(len)));
-    }
-    m.offsets.push_back(m.data.size());
-    return m;
-}
-
 void decode_rows_protobuf(benchmark::State& state) {
-    const Messages& msgs = protobuf_messages(scaled(2000000), 1000000);
+    const Messages& msgs = messages(scaled(2000000), 1000000, Encoding::Protobuf);
     const auto schema = format::ProtoSchema::parse(event_descriptor_set());
     for (auto _ : state) {
         format::ProtoRowExtractor x(schema, *schema->message("bench.Event"), kEventColumns);
@@ -444,7 +431,7 @@ void decode_rows_protobuf(benchmark::State& state) {
 #ifdef STOATFLOW_HAVE_LIBPROTOBUF
 void decode_rows_protobuf_libprotobuf(benchmark::State& state) {
     namespace gp = google::protobuf;
-    const Messages& msgs = protobuf_messages(scaled(2000000), 1000000);
+    const Messages& msgs = messages(scaled(2000000), 1000000, Encoding::Protobuf);
     gp::FileDescriptorSet set;
     if (!set.ParseFromString(event_descriptor_set())) std::abort();
     gp::DescriptorPool pool;

@@ -205,6 +205,7 @@ struct ProtoRowExtractor::Impl {
     std::vector<char> seen;
     std::vector<std::string> lists;
     std::vector<std::size_t> list_items;
+    bool has_lists = false;  // a column is a repeated field or a map
     std::string text;  // scratch for one value
     std::string detail;
 
@@ -630,6 +631,7 @@ ProtoRowExtractor::ProtoRowExtractor(std::shared_ptr<const ProtoSchema> schema,
             if (i + 1 == path.size()) {
                 e->columns.push_back(c);
                 im.sources.push_back({node, f});
+                im.has_lists |= f->repeated;
                 break;
             }
             if (f->repeated || f->type != ProtoType::Message || f->message->timestamp)
@@ -665,8 +667,10 @@ DeadReason ProtoRowExtractor::extract(const char* body, std::size_t len, RawRows
     im.detail.clear();
     for (Impl::Node* n : im.nodes) n->present = false;
     std::fill(im.seen.begin(), im.seen.end(), 0);
-    std::fill(im.list_items.begin(), im.list_items.end(), 0);
-    for (std::string& l : im.lists) l.clear();
+    if (im.has_lists) {
+        std::fill(im.list_items.begin(), im.list_items.end(), 0);
+        for (std::string& l : im.lists) l.clear();
+    }
     if (!im.read_node(im.root, std::string_view(body, len), rows, row, 0) || !im.finish(rows, row))
         return DeadReason::BadProtobuf;
     return DeadReason::None;

@@ -34,6 +34,10 @@ public:
 
     // At most 10 bytes; the tenth may only carry the 64th bit.
     bool varint(std::uint64_t& v) {
+        if (p_ != end_ && *p_ < 0x80) {  // the common case: one byte
+            v = *p_++;
+            return true;
+        }
         v = 0;
         for (int shift = 0; shift < 64; shift += 7) {
             if (p_ == end_) return false;

@@ -5,6 +5,8 @@
 #include "stoatflow/core/no_postgres.hpp"
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 namespace stoatflow::core {
@@ -39,6 +41,14 @@ inline std::size_t utf8_sequence_length(const unsigned char* s, std::size_t n) {
 inline bool is_valid_utf8(const char* data, std::size_t n) {
     const auto* s = reinterpret_cast<const unsigned char*>(data);
     for (std::size_t i = 0; i < n;) {
+        if (n - i >= 8) {  // eight ASCII bytes at a time
+            std::uint64_t w;
+            std::memcpy(&w, s + i, sizeof w);
+            if ((w & 0x8080808080808080ULL) == 0) {
+                i += 8;
+                continue;
+            }
+        }
         if (s[i] < 0x80) {
             ++i;
             continue;
