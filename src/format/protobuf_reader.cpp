@@ -206,7 +206,7 @@ struct ProtoRowExtractor::Impl {
     std::vector<std::string> lists;
     std::vector<std::size_t> list_items;
     bool has_lists = false;  // a column is a repeated field or a map
-    std::string text;  // scratch for one value
+    std::string text;        // scratch for one value
     std::string detail;
 
     bool fail(const std::string& what) {

@@ -25,8 +25,8 @@ using namespace stoatflow::registry;
 using namespace std::chrono_literals;
 
 struct Reply {
-    Reply(int s = 200, std::string b = {}, std::chrono::milliseconds d = std::chrono::milliseconds(0),
-          std::string h = {})
+    Reply(int s = 200, std::string b = {},
+          std::chrono::milliseconds d = std::chrono::milliseconds(0), std::string h = {})
         : status(s), body(std::move(b)), delay(d), extra_headers(std::move(h)) {}
     int status;
     std::string body;

@@ -19,7 +19,7 @@ enum class DeadReason {
     TimeOutOfRange,
     NonNumericValue,
     InvalidText,
-    BadCsv,  // format => 'csv' (csv_decoder.hpp)
+    BadCsv,       // format => 'csv' (csv_decoder.hpp)
     BadProtobuf,  // a protobuf body or Confluent frame that does not decode
     BadAvro,      // an Avro message that does not decode (avro.hpp)
     BadSchemaId,  // a schema id the registry does not know
