@@ -167,7 +167,7 @@ for b in "${brokers[@]}"; do
     if [ "$b" = kafka ] && [ "${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group}" != all ]; then
         read -r -a scenarios <<<"${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group}"
     fi
-    step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, memory limits, user code, sink fuzz}" 30 \
+    step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, pause, drop, memory limits, sink fuzz, backfill (with kill -9)}" 30 \
         env STOATFLOW_TEST_BROKER="$b" bash test/faults/run.sh "${scenarios[@]}"
 done
 
