@@ -98,12 +98,29 @@ const char* format_name(FormatKind kind) {
     switch (kind) {
     case FormatKind::Json: return "json";
     case FormatKind::Csv: return "csv";
+    case FormatKind::Protobuf: return "protobuf";
     }
     return "?";
 }
 
+namespace {
+RecordFormat read_format(const std::string& format, const std::vector<FormatOption>& options,
+                         bool with_options);
+}  // namespace
+
+FormatKind parse_format_name(const std::string& format) {
+    return read_format(format, {}, false).kind;
+}
+
 RecordFormat parse_record_format(const std::string& format,
                                  const std::vector<FormatOption>& options) {
+    return read_format(format, options, true);
+}
+
+namespace {
+// with_options false: the name alone (parse_format_name).
+RecordFormat read_format(const std::string& format, const std::vector<FormatOption>& options,
+                         bool with_options) {
     RecordFormat f;
     if (format == "json") {
         if (!options.empty())
@@ -113,6 +130,9 @@ RecordFormat parse_record_format(const std::string& format,
     } else if (format == "csv") {
         f.kind = FormatKind::Csv;
         f.csv = csv_options(options);
+    } else if (format == "protobuf") {
+        f.kind = FormatKind::Protobuf;
+        if (with_options) f.proto = parse_proto_options(options);
     } else {
         bad("unknown format \"" + format + "\"",
             "The supported formats are 'json' (one JSON object per message) and 'csv' (one "
@@ -120,6 +140,7 @@ RecordFormat parse_record_format(const std::string& format,
     }
     return f;
 }
+}  // namespace
 
 std::unique_ptr<RowDecoder> make_row_decoder(const RecordFormat& format,
                                              const std::vector<std::string>& names,
@@ -127,8 +148,19 @@ std::unique_ptr<RowDecoder> make_row_decoder(const RecordFormat& format,
     switch (format.kind) {
     case FormatKind::Json: return std::make_unique<JsonRows>(paths);
     case FormatKind::Csv: return std::make_unique<CsvRows>(format.csv, names);
+    case FormatKind::Protobuf: return make_proto_rows(format.proto, paths);
     }
     throw Error(sqlstate::kInternalError, "unhandled record format");
+}
+
+std::optional<std::string> schema_column_list(const RecordFormat& format) {
+    if (format.kind == FormatKind::Protobuf) return proto_column_list(format.proto);
+    return std::nullopt;
+}
+
+void check_schema_columns(const RecordFormat& format, const std::vector<std::string>& names,
+                          const std::vector<std::vector<std::string>>& paths) {
+    if (format.kind == FormatKind::Protobuf) check_proto_columns(format.proto, paths, names);
 }
 
 }  // namespace stoatflow::format

@@ -139,4 +139,30 @@ struct ConfluentProto {
 // False with `detail` on a wrong magic byte or a frame cut short (a dead letter bad_protobuf).
 bool split_confluent_proto(std::string_view message, ConfluentProto& out, std::string& detail);
 
+// format 'protobuf' (README "Formats", Protobuf): the options of a source, checked once
+// (parse_proto_options) and read by its decoder (make_proto_rows). Records are bare message
+// bodies of `message`, described by the inline `descriptor`.
+struct ProtoOptions {
+    std::shared_ptr<const ProtoSchema> schema;  // "descriptor": a base64 FileDescriptorSet
+    const ProtoMessage* message = nullptr;      // "message": in schema
+};
+
+struct FormatOption;  // row_decoder.hpp
+class RowDecoder;
+
+// Throws stoatflow::Error 22023 naming what is wrong: an unknown option, a descriptor that is
+// not base64 or not a FileDescriptorSet, a message the set does not declare.
+ProtoOptions parse_proto_options(const std::vector<FormatOption>& options);
+// The columns a source without `columns` gets (README "Formats", the type mapping): one per
+// field of the message, as a column list (core/column_list.hpp). Throws stoatflow::Error 22023
+// for a field no column can hold (a proto2 group).
+std::string proto_column_list(const ProtoOptions& proto);
+// The declared columns against the message: a path naming no field is 42703 naming the field
+// and the message; one going through a repeated field or a scalar, or naming a group, 22023.
+void check_proto_columns(const ProtoOptions& proto,
+                         const std::vector<std::vector<std::string>>& paths,
+                         const std::vector<std::string>& names);
+std::unique_ptr<RowDecoder> make_proto_rows(const ProtoOptions& proto,
+                                            const std::vector<std::vector<std::string>>& paths);
+
 }  // namespace stoatflow::format

@@ -7,6 +7,7 @@
 
 #include "stoatflow/format/csv_decoder.hpp"
 #include "stoatflow/format/dead_reason.hpp"
+#include "stoatflow/format/protobuf.hpp"
 #include "stoatflow/format/raw_row.hpp"
 
 #include <cstddef>
@@ -18,11 +19,12 @@
 
 namespace stoatflow::format {
 
-enum class FormatKind { Json, Csv };
+enum class FormatKind { Json, Csv, Protobuf };
 
 struct RecordFormat {
     FormatKind kind = FormatKind::Json;
-    CsvOptions csv;  // kind Csv
+    CsvOptions csv;      // kind Csv
+    ProtoOptions proto;  // kind Protobuf
 };
 
 // One entry of format_options: its value as text (nullopt: JSON null) and whether it was a JSON
@@ -40,6 +42,17 @@ RecordFormat parse_record_format(const std::string& format,
                                  const std::vector<FormatOption>& options);
 // 'json', 'csv' ...: the format's name as create_source takes it.
 const char* format_name(FormatKind kind);
+// The format a name gives, before its options are judged (22023 for an unknown name).
+FormatKind parse_format_name(const std::string& format);
+
+// A source without `columns` of a format that carries its own schema (protobuf) gets the
+// schema's columns: this column list (core/column_list.hpp); nullopt for the formats that keep
+// 0.1's field paths (json) or need columns (csv).
+std::optional<std::string> schema_column_list(const RecordFormat& format);
+// The declared columns' paths checked against the format's schema, if it has one (stoatflow::Error
+// naming the column: 42703 for a field the schema does not have).
+void check_schema_columns(const RecordFormat& format, const std::vector<std::string>& names,
+                          const std::vector<std::vector<std::string>>& paths);
 
 class RowDecoder {
 public:

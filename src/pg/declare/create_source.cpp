@@ -97,11 +97,26 @@ void check_kafka_options(const OptText& brokers, const OptText& options) {
 }
 
 // format_options: a JSON object, judged by the format room (format::parse_record_format).
-void check_format_options(const OptText& options, const std::string& format) {
+format::RecordFormat check_format_options(const OptText& options, const std::string& format) {
     if (options) spi_exec("SELECT pg_catalog.jsonb_typeof($1::jsonb)", {arg_text(*options)});
     if (!options || spi_text(0, 1) != std::optional<std::string>("object"))
         bad("format_options must be a JSON object");
-    format::parse_record_format(format, read_format_options(*options));
+    return format::parse_record_format(format, read_format_options(*options));
+}
+
+// The column list of a source: the declared one, checked against the format's schema if it
+// has one (protobuf: every PATH names fields of the message), or the one the schema gives when
+// `columns` is omitted (README "Formats"); NULL for 0.1's field paths.
+OptText source_columns(const OptText& declared, const format::RecordFormat& format) {
+    if (!declared) return format::schema_column_list(format);
+    std::vector<std::string> names;
+    std::vector<std::vector<std::string>> paths;
+    for (const core::ColumnDecl& c : core::parse_column_list(*declared)) {
+        names.push_back(c.name);
+        paths.push_back(c.path);
+    }
+    format::check_schema_columns(format, names, paths);
+    return declared;
 }
 
 // A CSV source's columns are positional (README "Formats", CSV): they need declaring, and take
@@ -141,8 +156,7 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
         bad("topic must not be NULL", "Name a Kafka topic, or several separated by commas.");
     const std::vector<std::string> topics = kafka::parse_topic_list(*r.topic);
     // The format's name first (its options after the Kafka options).
-    const format::FormatKind format_kind =
-        format::parse_record_format(r.format.value_or("<NULL>"), {}).kind;
+    const format::FormatKind format_kind = format::parse_format_name(r.format.value_or("<NULL>"));
     if (!r.start_offset)
         bad("unknown start_offset \"<NULL>\"",
             "Use 'earliest', 'latest' or a timestamp such as '2026-11-01 00:00:00+00'.");
@@ -152,14 +166,15 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
     if (future_ms && *future_ms < 0)
         bad("future_limit must be zero or positive (or NULL for no check)");
     check_kafka_options(r.brokers, r.kafka_options);
-    check_format_options(r.format_options, *r.format);
+    const format::RecordFormat record_format = check_format_options(r.format_options, *r.format);
     if (format_kind == format::FormatKind::Csv) check_csv_columns(r.columns);
+    const OptText column_list = source_columns(r.columns, record_format);
 
     OptText columns, key = r.key, event_time = r.event_time;
-    if (r.columns) {
+    if (column_list) {
         // key and event_time name columns (declared or metadata) of the row type, or are
         // expressions over it; stored as resolved along the caller's search_path.
-        columns = columns_json(*r.columns);
+        columns = columns_json(*column_list);
         key = check_row_column(*columns, "key", key, false, lookup);
         event_time = check_row_column(*columns, "event_time", event_time, true, lookup);
     } else {
