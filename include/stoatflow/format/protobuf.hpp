@@ -98,6 +98,18 @@ private:
     std::shared_ptr<const Parsed> parsed_;
 };
 
+// .proto source text (proto2 or proto3), as a schema registry keeps PROTOBUF schemas: one file
+// (name, text). proto_text_descriptor_set reads the files (the main one last: Confluent's message
+// indexes count its messages) into the FileDescriptorSet protoc --include_imports would write, as
+// far as ProtoSchema::parse reads one. Imports resolve by name among the files;
+// google/protobuf/timestamp.proto is known without its text. Throws ProtoSchemaError naming the
+// file, line and column.
+struct ProtoFile {
+    std::string name;  // as imports name it: "shop/order.proto"
+    std::string text;
+};
+std::string proto_text_descriptor_set(const std::vector<ProtoFile>& files);
+
 // One reader per (message, columns): a plan compiled once from the column paths, so a record
 // costs one pass over its bytes and no lookup by name.
 class ProtoRowExtractor {
