@@ -175,6 +175,12 @@ SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf
     format_options => '{"descriptor": 12, "message": "e2e.PageView"}');
 \echo :LAST_ERROR_SQLSTATE
 SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
+    format_options => :'opts'::jsonb || '{"schema_registry_url": "http://127.0.0.1:1"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
+    format_options => :'opts'::jsonb || '{"schema_registry_password": "hunter2"}');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
     format_options => jsonb_build_object('descriptor', :'desc'));
 \echo :LAST_ERROR_SQLSTATE
 SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',

@@ -10,7 +10,9 @@
 namespace stoatflow::format {
 namespace {
 
-constexpr const char* kProtoOptions = "descriptor, message";
+constexpr const char* kProtoOptions =
+    "descriptor and message, or schema_registry_url with message, schema_registry_user and "
+    "schema_registry_password";
 constexpr const char* kDescriptorHint =
     "Give the descriptor set protoc writes, base64-encoded: protoc --include_imports "
     "--descriptor_set_out=FILE x.proto, then base64 -w0 FILE.";
@@ -118,6 +120,25 @@ const char* sql_type(const ProtoField& f) {
     return nullptr;
 }
 
+// The column list of a message's fields (proto_column_list).
+std::string message_columns(const ProtoMessage& m) {
+    if (m.fields.empty())
+        bad("message " + m.full_name + " has no fields to make columns of",
+            "Declare the source's columns.");
+    std::string list;
+    for (const ProtoField& f : m.fields) {
+        const char* type = sql_type(f);
+        if (type == nullptr)
+            bad("field " + m.full_name + "." + f.name +
+                    " is a proto2 group, which format 'protobuf' does not read",
+                "Declare the source's columns without it.");
+        // Field names are identifiers (the schema checks them): quoted, the column is the
+        // field's name as written.
+        list += (list.empty() ? "\"" : ", \"") + f.name + "\" " + type;
+    }
+    return list;
+}
+
 class ProtoRows final : public RowDecoder {
 public:
     ProtoRows(const ProtoOptions& o, const std::vector<std::vector<std::string>>& paths)
@@ -137,17 +158,42 @@ private:
 
 ProtoOptions parse_proto_options(const std::vector<FormatOption>& options) {
     std::optional<std::string> descriptor, message;
+    ProtoOptions p;
+    bool user = false, password = false;
     for (const FormatOption& o : options) {
-        if (o.name == "descriptor")
+        // A value is never quoted back: schema_registry_password is a secret.
+        if (o.name == "descriptor") {
             descriptor = string_option(o, "'{\"descriptor\": \"CpoBCgxzaG9w...\"}'");
-        else if (o.name == "message")
+        } else if (o.name == "message") {
             message = string_option(o, "'{\"message\": \"shop.Order\"}'");
-        else
+        } else if (o.name == "schema_registry_url") {
+            p.registry_url =
+                string_option(o, "'{\"schema_registry_url\": \"http://registry:8081\"}'");
+        } else if (o.name == "schema_registry_user") {
+            p.registry_user = string_option(o, "'{\"schema_registry_user\": \"svc\"}'");
+            user = true;
+        } else if (o.name == "schema_registry_password") {
+            p.registry_password = string_option(o, "'{\"schema_registry_password\": \"...\"}'");
+            password = true;
+        } else {
             bad("unknown format option \"" + o.name + "\" for format protobuf",
                 std::string("The options of format 'protobuf' are ") + kProtoOptions + ".");
+        }
     }
-    if (!descriptor) bad("format 'protobuf' needs format option \"descriptor\"", kDescriptorHint);
-    ProtoOptions p;
+    if (descriptor.has_value() == p.registry())
+        bad("format 'protobuf' needs exactly one of the options \"descriptor\" and "
+            "\"schema_registry_url\"",
+            "Give the descriptor set inline (records are then bare message bodies), or a schema "
+            "registry's URL (records are then framed with a schema id and message indexes).");
+    if ((user || password) && !p.registry())
+        bad("format options \"schema_registry_user\" and \"schema_registry_password\" need "
+            "\"schema_registry_url\"",
+            "They are the registry's basic auth credentials.");
+    if (password && p.registry_user.empty())
+        bad("format option \"schema_registry_password\" needs \"schema_registry_user\"",
+            "Basic auth sends both; give the user name too.");
+    if (message) p.message_name = *message;
+    if (p.registry()) return p;  // the schemas come by id
     try {
         p.schema = ProtoSchema::parse(decode_base64(*descriptor));
     } catch (const ProtoSchemaError& e) {
@@ -167,27 +213,36 @@ ProtoOptions parse_proto_options(const std::vector<FormatOption>& options) {
 }
 
 std::string proto_column_list(const ProtoOptions& proto) {
-    const ProtoMessage& m = *proto.message;
-    if (m.fields.empty())
-        bad("message " + m.full_name + " has no fields to make columns of",
-            "Declare the source's columns.");
-    std::string list;
-    for (const ProtoField& f : m.fields) {
-        const char* type = sql_type(f);
-        if (type == nullptr)
-            bad("field " + m.full_name + "." + f.name +
-                    " is a proto2 group, which format 'protobuf' does not read",
-                "Declare the source's columns without it.");
-        // Field names are identifiers (the schema checks them): quoted, the column is the
-        // field's name as written.
-        list += (list.empty() ? "\"" : ", \"") + f.name + "\" " + type;
+    if (proto.message == nullptr)
+        throw Error(sqlstate::kFeatureNotSupported,
+                    "a protobuf source with a schema registry takes its columns from the "
+                    "registry's latest schema (proto_text_column_list)");
+    return message_columns(*proto.message);
+}
+
+std::string proto_text_column_list(const ProtoOptions& proto, const std::string& proto_text) {
+    std::shared_ptr<const ProtoSchema> schema;
+    try {
+        schema = ProtoSchema::parse(proto_text_descriptor_set({{"latest.proto", proto_text}}));
+    } catch (const ProtoSchemaError& e) {
+        bad(std::string("the registry's schema cannot be read: ") + e.what(),
+            "Declare the columns, or register a proto2 or proto3 schema.");
     }
-    return list;
+    const ProtoMessage* m =
+        proto.message_name.empty() ? schema->message_at({0}) : schema->message(proto.message_name);
+    if (m == nullptr)
+        bad(proto.message_name.empty()
+                ? std::string("the registry's schema declares no message")
+                : "format option \"message\": the registry's schema declares no message \"" +
+                      proto.message_name + "\"",
+            "It declares " + name_list(schema->message_names()) + ".");
+    return message_columns(*m);
 }
 
 void check_proto_columns(const ProtoOptions& proto,
                          const std::vector<std::vector<std::string>>& paths,
                          const std::vector<std::string>& names) {
+    if (proto.message == nullptr) return;  // a registry's: each writer schema's, when read
     for (std::size_t c = 0; c < paths.size(); ++c) {
         const ProtoMessage* m = proto.message;
         for (const std::string& member : paths[c]) {
@@ -217,6 +272,10 @@ void check_proto_columns(const ProtoOptions& proto,
 
 std::unique_ptr<RowDecoder> make_proto_rows(const ProtoOptions& proto,
                                             const std::vector<std::vector<std::string>>& paths) {
+    if (proto.message == nullptr)
+        throw Error(sqlstate::kFeatureNotSupported,
+                    "format 'protobuf' reads no schema registry yet",
+                    "Give the descriptor set inline (format option \"descriptor\").");
     return std::make_unique<ProtoRows>(proto, paths);
 }
 

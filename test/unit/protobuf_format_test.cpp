@@ -95,7 +95,26 @@ TEST(ProtobufFormat, RefusesBadOptionsNamingWhatIsWrong) {
     const std::string desc = base64(kShopDescriptorSet);
     const auto missing = refusal({opt("message", "shop.Order")});
     EXPECT_EQ(missing.first, "22023");
-    EXPECT_NE(missing.second.find("needs format option \"descriptor\""), std::string::npos);
+    EXPECT_NE(missing.second.find("needs exactly one of the options \"descriptor\" and "
+                                  "\"schema_registry_url\""),
+              std::string::npos);
+    EXPECT_EQ(refusal({opt("descriptor", desc), opt("message", "shop.Order"),
+                       opt("schema_registry_url", "http://r:8081")})
+                  .first,
+              "22023");
+    EXPECT_EQ(refusal({opt("descriptor", desc), opt("message", "shop.Order"),
+                       opt("schema_registry_user", "u")})
+                  .first,
+              "22023");
+    EXPECT_EQ(refusal({opt("schema_registry_url", "http://r:8081"),
+                       opt("schema_registry_password", "secret")})
+                  .first,
+              "22023");
+    // The password is never quoted back.
+    EXPECT_EQ(refusal({opt("schema_registry_url", "http://r:8081"),
+                       opt("schema_registry_password", "secret")})
+                  .second.find("secret"),
+              std::string::npos);
     const auto not_b64 = refusal({opt("descriptor", "abc$def"), opt("message", "shop.Order")});
     EXPECT_EQ(not_b64.first, "22023");
     EXPECT_NE(not_b64.second.find("not base64"), std::string::npos);
@@ -124,6 +143,28 @@ TEST(ProtobufFormat, RefusesBadOptionsNamingWhatIsWrong) {
             .first,
         "22023");
     EXPECT_EQ(refusal({opt("descriptor", desc), opt("message", "")}).first, "22023");
+}
+
+TEST(ProtobufFormat, ARegistrysOptions) {
+    const RecordFormat f = stoatflow::format::parse_record_format(
+        "protobuf", {opt("schema_registry_url", "http://r:8081"), opt("schema_registry_user", "u"),
+                     opt("schema_registry_password", "p")});
+    EXPECT_TRUE(f.proto.registry());
+    EXPECT_EQ(f.proto.schema, nullptr);
+    EXPECT_EQ(f.proto.message_name, "");
+    EXPECT_EQ(f.proto.registry_user, "u");
+    // Declared columns are read by each writer schema (no check at declaration).
+    EXPECT_NO_THROW(stoatflow::format::check_schema_columns(f, {"x"}, {{"x"}}));
+    // Without columns: the latest schema's message, named or the first one.
+    EXPECT_EQ(stoatflow::format::proto_text_column_list(f.proto, kShopProtoText),
+              "\"sku\" text, \"qty\" integer");
+    RecordFormat named = stoatflow::format::parse_record_format(
+        "protobuf", {opt("schema_registry_url", "http://r:8081"), opt("message", "shop.Order")});
+    EXPECT_EQ(stoatflow::format::proto_text_column_list(named.proto, kShopProtoText),
+              *stoatflow::format::schema_column_list(order_format()));
+    named.proto.message_name = "shop.Nope";
+    EXPECT_THROW(stoatflow::format::proto_text_column_list(named.proto, kShopProtoText), Error);
+    EXPECT_THROW(stoatflow::format::proto_text_column_list(f.proto, "message {"), Error);
 }
 
 TEST(ProtobufFormat, ColumnsFromTheMessageFollowTheTypeMapping) {
@@ -185,7 +226,9 @@ TEST(ProtobufFormat, TheSeamDecodesBodiesAndDeadLettersBrokenOnes) {
     const std::string overflow("\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11);
     EXPECT_EQ(dec->decode(overflow.data(), overflow.size(), false, rows, row, skip),
               DeadReason::BadProtobuf);
-    // An empty body is a message with every field absent.
+    // An empty body is a message with every field absent (a fresh row: the record path drops
+    // a dead letter's).
+    row = rows.add_row();
     EXPECT_EQ(dec->decode("", 0, false, rows, row, skip), DeadReason::None);
     EXPECT_EQ(rows.get(row, 2).text, "STATUS_UNKNOWN");
     EXPECT_EQ(rows.get(row, 3).kind, RawKind::Absent);

@@ -156,7 +156,13 @@ bool split_confluent_proto(std::string_view message, ConfluentProto& out, std::s
 // bodies of `message`, described by the inline `descriptor`.
 struct ProtoOptions {
     std::shared_ptr<const ProtoSchema> schema;  // "descriptor": a base64 FileDescriptorSet
-    const ProtoMessage* message = nullptr;      // "message": in schema
+    const ProtoMessage* message = nullptr;      // "message": in schema (inline)
+    std::string message_name;                   // "message" as given ("": none)
+    // "schema_registry_url" instead of a descriptor: records are Confluent-framed, their
+    // schemas (.proto text) fetched by id; without "message" the frame's message indexes pick
+    // the message. Basic auth: the user and the password (a secret).
+    std::string registry_url, registry_user, registry_password;
+    bool registry() const { return !registry_url.empty(); }
 };
 
 struct FormatOption;  // row_decoder.hpp
@@ -167,8 +173,10 @@ class RowDecoder;
 ProtoOptions parse_proto_options(const std::vector<FormatOption>& options);
 // The columns a source without `columns` gets (README "Formats", the type mapping): one per
 // field of the message, as a column list (core/column_list.hpp). Throws stoatflow::Error 22023
-// for a field no column can hold (a proto2 group).
+// for a field no column can hold (a proto2 group). A registry's source: proto_text_column_list
+// over the subject's latest schema (.proto text; its "message", or its first one).
 std::string proto_column_list(const ProtoOptions& proto);
+std::string proto_text_column_list(const ProtoOptions& proto, const std::string& proto_text);
 // The declared columns against the message: a path naming no field is 42703 naming the field
 // and the message; one going through a repeated field or a scalar, or naming a group, 22023.
 void check_proto_columns(const ProtoOptions& proto,
