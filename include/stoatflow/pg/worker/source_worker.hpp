@@ -6,6 +6,7 @@
 
 #include "stoatflow/kafka/consumer.hpp"
 #include "stoatflow/flow/record_path.hpp"
+#include "stoatflow/flow/progress_meter.hpp"
 #include "stoatflow/flow/worker_policy.hpp"
 
 #include <cstdint>
@@ -53,6 +54,10 @@ private:
     void note_skip(flow::RecordPath& path, core::TopicPartition tp, std::int64_t from,
                    std::int64_t to);
     std::string describe(core::TopicPartition tp) const;
+    // README "Progress": the numbers the views show, about once a second (progress.cpp).
+    void publish_progress();
+    void quiet_progress();
+    void forget_progress();
     void commit(bool final);
     void log_commit(std::int64_t seq, const CommitCounts& c, double ms);
     using PartitionStatus = std::vector<std::tuple<core::TopicPartition, std::int64_t, bool>>;
@@ -112,6 +117,8 @@ private:
     core::Millis partitions_checked_at_ = 0;
     // What the aggregations' code did wrong: kept across rebuilds of the pipeline.
     flow::UserCodeLedger ledger_;
+    flow::ProgressMeter meter_;
+    bool progress_quiet_ = false;  // the rows say 0 records/s (paused, held, idle)
 };
 
 }  // namespace stoatflow::pg

@@ -58,9 +58,11 @@ void SourceWorker::step() {
         const auto next = pipeline_->path().next_offsets().find(tp);
         const std::int64_t pos = next == pipeline_->path().next_offsets().end() ? 0 : next->second;
         if (h > pos) waiting += h - pos;
+        meter_.observe(tp, pos, high);
         if (h > pos && pipeline_->path().watermark().partition_max(tp.id()) == core::kNoTime)
             pipeline_->path().watermark().data_pending(tp.id());
     }
+    if (meter_.due(now)) publish_progress();  // README "Progress"
     pipeline_->path().tick(now);
     // The idle flags are reported with the partitions: a change is worth a commit.
     for (auto& [tp, high] : high_) {

@@ -170,11 +170,16 @@ SourceWorker::Start SourceWorker::start() {
     // within kIdleCheckMs.
     if (paused) {
         set_status("paused", status_rule_.last_error());
+        quiet_progress();
         return Start::NoAggregations;
     }
-    if (held) return Start::NoAggregations;  // a backfill joins at the committed positions
+    if (held) {  // a backfill joins at the committed positions
+        quiet_progress();
+        return Start::NoAggregations;
+    }
     if (aggs.empty()) {
         set_status("idle", "");
+        quiet_progress();
         return Start::NoAggregations;
     }
     const std::string name = src->name;
@@ -262,6 +267,7 @@ SourceWorker::Start SourceWorker::start() {
     pipeline_ = std::move(pipeline);
     consumer_ = std::move(consumer);
     commit_timer_.committed(clock_.now());
+    meter_.start(clock_.now());  // rates measured afresh (README "Progress")
     committed_w_ = pipeline_->path().watermark().current();
     offsets_moved_ =
         offsets_moved_ ||
