@@ -461,25 +461,30 @@ AS 'MODULE_PATHNAME', 'stoatflow_estimate';
 ------------------------------------------------------------------------------------------
 -- Progress (README "Progress")
 ------------------------------------------------------------------------------------------
--- What each worker reads, published about once a second outside the commit transaction (so a
--- long commit does not hide it and the commit's own transaction stays as it was): one row per
--- worker and partition. worker 0 is the source's worker, any other value the aggregation id of
--- a backfill worker. Unlogged: it is a gauge, rewritten every second; after a crash the next
--- second fills it again. The views read it; nobody else needs it.
-CREATE UNLOGGED TABLE stoatflow.worker_progress (
-    source_id          integer NOT NULL REFERENCES stoatflow.source ON DELETE CASCADE,
-    worker             integer NOT NULL,
-    topic              text    NOT NULL,
-    partition          integer NOT NULL,
-    next_offset        bigint  NOT NULL,
-    high_watermark     bigint,
-    lag                bigint  NOT NULL,
-    records_per_second double precision,
-    newest_event_ms    bigint,
-    behind             boolean NOT NULL,
-    updated_at         timestamptz NOT NULL,
-    PRIMARY KEY (source_id, worker, topic, partition)
-);
+-- What each worker reads, published about once a second into shared memory (the progress
+-- board: src/pg/worker/progress_board.cpp), by whichever of its threads consumes, so that a long
+-- commit does not hide it: one row per worker and partition. worker 0 is the source's worker,
+-- any other value the aggregation id of a backfill worker; topic is the ordinal in the source's
+-- topics (from 0). The views call it, so every role may: it shows what the views show.
+CREATE FUNCTION stoatflow._worker_progress()
+RETURNS TABLE (source_id integer, worker integer, topic integer, "partition" integer,
+               next_offset bigint, high_watermark bigint, lag bigint,
+               records_per_second double precision, newest_event_ms bigint, behind boolean,
+               updated_at timestamptz)
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow__worker_progress';
+GRANT EXECUTE ON FUNCTION stoatflow._worker_progress() TO PUBLIC;
+-- For tests (sql/progress.sql): one entry written as a worker would; next_offset NULL frees
+-- every entry of (source_id, worker). Superusers only.
+CREATE FUNCTION stoatflow._test_worker_progress(source_id integer, worker integer, topic integer,
+                                                "partition" integer, next_offset bigint,
+                                                high_watermark bigint, records_per_second double precision,
+                                                newest_event_ms bigint, behind boolean)
+RETURNS void LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow__test_worker_progress';
+REVOKE ALL ON FUNCTION stoatflow._test_worker_progress(integer, integer, integer, integer, bigint, bigint, double precision, bigint, boolean) FROM PUBLIC;
 
 -- stoatflow.sources: the partitions a worker reads show from its first second on (before its
 -- first commit too), lag is the live one (high watermark minus the position read), status
@@ -516,7 +521,11 @@ SELECT s.source_name, coalesce(pp.topic, s.topic) AS topic, s.brokers,
                     w.high_watermark AS live_high, w.lag AS live_lag, w.records_per_second,
                     w.newest_event_ms, w.behind, w.updated_at AS progress_at
                FROM stoatflow.partition_offset po
-               FULL JOIN (SELECT * FROM stoatflow.worker_progress WHERE worker = 0) w
+               FULL JOIN (SELECT x.source_id, y.topics[x.topic + 1] AS topic, x.partition, x.high_watermark,
+                                 x.lag, x.records_per_second, x.newest_event_ms, x.behind, x.updated_at
+                            FROM stoatflow._worker_progress() x
+                            JOIN stoatflow.source y ON y.source_id = x.source_id
+                           WHERE x.worker = 0) w
                  ON w.source_id = po.source_id AND w.topic = po.topic AND w.partition = po.partition) pp
          ON pp.source_id = s.source_id
   LEFT JOIN stoatflow.partition_status ps ON ps.source_id = s.source_id AND ps.topic = pp.topic
@@ -565,7 +574,7 @@ SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
        SELECT sum(x.records_per_second) AS records_per_second, sum(x.lag)::bigint AS lag,
               max(x.newest_event_ms) AS newest_event_ms, bool_or(x.behind) AS behind,
               max(x.updated_at) AS progress_at
-         FROM stoatflow.worker_progress x
+         FROM stoatflow._worker_progress() x
         WHERE x.source_id = a.source_id
           AND x.worker = CASE WHEN b.aggregation_id IS NULL THEN 0 ELSE a.aggregation_id END
        HAVING count(*) > 0) w ON true;

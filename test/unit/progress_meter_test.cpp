@@ -56,15 +56,33 @@ TEST(ProgressMeter, RateIsSmoothedAndSummedOverPartitions) {
 TEST(ProgressMeter, PositionMovingBackCountsNothingAndLagNeverNegative) {
     ProgressMeter m;
     m.start(0);
-    m.observe(kP0, 500, 400);  // ahead of a stale high watermark
+    m.observe(kP0, 500, 400);  // ahead of a high watermark not refreshed yet
     EXPECT_EQ(m.lag(), 0);
-    m.observe(kP0, 100, 400);  // moved back (a seek)
     ASSERT_TRUE(m.due(1000));
+    EXPECT_DOUBLE_EQ(*m.rate(), 0.0);  // nothing to read, nothing read: 0, not NULL
+    m.observe(kP0, 100, 400);          // moved back (a seek)
+    ASSERT_TRUE(m.due(2000));
     EXPECT_DOUBLE_EQ(*m.rate(), 0.0);
     EXPECT_EQ(m.lag(), 300);
     EXPECT_FALSE(ProgressMeter::eta(m.lag(), m.rate()));  // nothing read: no estimate
     m.observe(kP0, 200, -1);                              // high unknown: the last one kept
     EXPECT_EQ(m.partition(kP0)->high, 400);
+    m.observe(kP0, 200, 300);  // an older cached value: the higher one kept
+    EXPECT_EQ(m.partition(kP0)->high, 400);
+}
+
+TEST(ProgressMeter, NoRateWhileTheFirstRecordsAreAwaited) {
+    ProgressMeter m;
+    m.start(0);
+    m.observe(kP0, 0, 100000);
+    ASSERT_TRUE(m.due(1000));  // connecting: nothing read yet, records waiting
+    EXPECT_FALSE(m.rate());
+    ASSERT_TRUE(m.due(2000));
+    EXPECT_FALSE(m.rate());
+    m.observe(kP0, 50000, 100000);  // then 50,000 in one second: that is the rate
+    ASSERT_TRUE(m.due(3000));
+    EXPECT_DOUBLE_EQ(*m.rate(), 50000.0);
+    EXPECT_EQ(*ProgressMeter::eta(m.lag(), m.rate()), 1000);
 }
 
 TEST(ProgressMeter, StartMeasuresAfresh) {

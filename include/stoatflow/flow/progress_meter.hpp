@@ -52,7 +52,7 @@ public:
         Seen& s = it->second;
         if (fresh) s.base = position;
         s.p.position = position;
-        if (high >= 0) s.p.high = high;
+        if (high > s.p.high) s.p.high = high;  // -1 (not known) or an older cached value: kept
     }
 
     // Time to publish? Then the rates are updated from the records read since the last sample.
@@ -63,17 +63,24 @@ public:
         return true;
     }
 
-    // The rates, from the records read since the last sample (per partition).
+    // The rates, from the records read since the last sample (per partition). A partition with
+    // records to read that has read none since it started has no rate yet (the consumer is still
+    // connecting or fetching: a 0 there would hold the smoothed rate down for seconds); its first
+    // rate is measured from the sample at which it still had none.
     void sample(core::Millis now) {
-        const core::Millis dt = now - sampled_at_;
-        if (dt <= 0) return;
-        const double alpha = 1.0 - std::exp(-static_cast<double>(dt) / kSmoothingMs);
+        if (now - sampled_at_ <= 0) return;
         for (auto& [tp, s] : parts_) {
+            const core::Millis since = s.since >= 0 ? s.since : sampled_at_;
+            const core::Millis dt = now - since;
+            if (dt <= 0) continue;
             const std::int64_t read = std::max<std::int64_t>(s.p.position - s.base, 0);
-            const double now_rate = static_cast<double>(read) * 1000.0 / static_cast<double>(dt);
-            // The first sample is taken as it is; later ones are blended in.
-            s.p.rate = s.p.rate ? *s.p.rate + alpha * (now_rate - *s.p.rate) : now_rate;
             s.base = s.p.position;
+            s.since = now;
+            if (!s.p.rate && read == 0 && s.p.lag() > 0) continue;
+            const double now_rate = static_cast<double>(read) * 1000.0 / static_cast<double>(dt);
+            // The first rate is taken as it is; later ones are blended in.
+            const double alpha = 1.0 - std::exp(-static_cast<double>(dt) / kSmoothingMs);
+            s.p.rate = s.p.rate ? *s.p.rate + alpha * (now_rate - *s.p.rate) : now_rate;
         }
         sampled_at_ = now;
     }
@@ -117,7 +124,8 @@ public:
 private:
     struct Seen {
         Partition p;
-        std::int64_t base = 0;  // position at the last sample
+        std::int64_t base = 0;    // position at the last sample
+        core::Millis since = -1;  // time of that sample (-1: the meter's start)
     };
     std::map<core::TopicPartition, Seen> parts_;
     core::Millis sampled_at_ = 0, published_at_ = 0;

@@ -55,7 +55,8 @@ private:
                    std::int64_t to);
     std::string describe(core::TopicPartition tp) const;
     // README "Progress": the numbers the views show, about once a second (progress.cpp).
-    void publish_progress();
+    void claim_progress();
+    void meter_progress(flow::RecordPath& path, core::Millis now);
     void quiet_progress();
     void forget_progress();
     void commit(bool final);
@@ -118,7 +119,9 @@ private:
     // What the aggregations' code did wrong: kept across rebuilds of the pipeline.
     flow::UserCodeLedger ledger_;
     flow::ProgressMeter meter_;
-    bool progress_quiet_ = false;  // the rows say 0 records/s (paused, held, idle)
+    std::map<core::TopicPartition, int> board_entries_;  // → its entry of the progress board
+    bool progress_quiet_ = false;  // the entries say 0 records/s (paused, held, idle)
+    bool board_full_logged_ = false;
 };
 
 }  // namespace stoatflow::pg

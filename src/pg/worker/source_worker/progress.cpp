@@ -1,108 +1,98 @@
-// What a worker reads, published for the views (README "Progress"): about once a second, in a
-// transaction of its own outside the commit's, one row per partition of
-// stoatflow.worker_progress (the source's worker as worker 0, a backfill worker as its
-// aggregation's id). The numbers come from flow::ProgressMeter, fed per step from the positions
-// and the consumer's cached high watermarks: nothing is counted per record.
+// What a worker reads, published for the views (README "Progress"): about once a second, one
+// entry per partition of the progress board in shared memory (progress_board.hpp; the source's
+// worker as worker 0, a backfill worker as its aggregation's id). The numbers come from
+// flow::ProgressMeter, fed from the positions and the consumer's cached high watermarks: nothing
+// is counted per record. The main thread publishes in its step, the consume thread while a
+// commit is written (never both at once: the main thread joins it first), so a long commit does
+// not hide the progress; publishing makes no PostgreSQL call.
 #include "stoatflow/core/error.hpp"
 
 #include <string>
-#include <vector>
 
-#include "stoatflow/pg/border/rows.hpp"
-#include "stoatflow/pg/border/spi.hpp"
+#include "stoatflow/pg/worker/progress_board.hpp"
 #include "stoatflow/pg/worker/source_worker.hpp"
 #include "stoatflow/pg/worker/worker_loop.hpp"
 
-extern "C" {
-#include "catalog/pg_type.h"
-}
-
 namespace stoatflow::pg {
 
-void SourceWorker::publish_progress() {
-    if (!pipeline_ || topics_.empty()) return;
+// On the main thread at start: the board's entries of the partitions this run reads (the same
+// ones as the last run's, found again, so the numbers stay shown across a restart).
+void SourceWorker::claim_progress() {
+    const core::Millis now = clock_.now();
+    bool full = false;
+    for (const auto& [tp, h] : high_) {
+        if (board_entries_.count(tp)) continue;
+        const int at = progress_board::claim({source_id_, backfill_, tp.topic, tp.partition}, now);
+        if (at < 0)
+            full = true;
+        else
+            board_entries_[tp] = at;
+    }
+    if (full && !board_full_logged_) {
+        board_full_logged_ = true;
+        pg_call([&] {
+            elog(LOG,
+                 "stoatflow source %d: the progress board is full: some partitions show no "
+                 "progress in stoatflow.sources and stoatflow.stats",
+                 source_id_);
+        });
+    }
+}
+
+// Fed after each batch (either thread): positions and the consumer's cached high watermarks;
+// once a second the numbers go to the board.
+void SourceWorker::meter_progress(flow::RecordPath& path, core::Millis now) {
+    const auto& next = path.next_offsets();
+    for (const auto& [tp, at] : board_entries_) {
+        const auto it = next.find(tp);
+        if (it == next.end()) continue;
+        meter_.observe(tp, it->second, consumer_->cached_high(tp));
+    }
+    if (!meter_.due(now)) return;
     const std::int64_t lag = meter_.lag();
     const std::optional<double> rate = meter_.rate();
     const bool behind = flow::ProgressMeter::behind(lag, rate);
-    std::vector<Datum> topics, parts, nexts, highs, lags, rates, events;
-    std::vector<bool> no_nulls, high_nulls, rate_nulls, event_nulls;
-    meter_.each([&](core::TopicPartition tp, const flow::ProgressMeter::Partition& p) {
-        if (tp.topic < 0 || static_cast<std::size_t>(tp.topic) >= topics_.size()) return;
-        topics.push_back(text_datum(topics_[static_cast<std::size_t>(tp.topic)]));
-        parts.push_back(Int32GetDatum(tp.partition));
-        nexts.push_back(Int64GetDatum(p.position));
-        highs.push_back(Int64GetDatum(p.high));
-        high_nulls.push_back(p.high < 0);
-        lags.push_back(Int64GetDatum(p.lag()));
-        rates.push_back(Float8GetDatum(p.rate.value_or(0.0)));
-        rate_nulls.push_back(!p.rate);
-        const core::Millis newest = pipeline_->path().watermark().partition_max(tp.id());
-        events.push_back(Int64GetDatum(newest));
-        event_nulls.push_back(newest == core::kNoTime);
-    });
-    if (parts.empty()) return;
-    try {
-        in_transaction([&] {
-            spi_exec(
-                "INSERT INTO stoatflow.worker_progress (source_id, worker, topic, partition, "
-                "next_offset, high_watermark, lag, records_per_second, newest_event_ms, behind, "
-                "updated_at) SELECT $1, $2, t, p, n, h, l, r, e, $10, pg_catalog.now() FROM " +
-                    unnest_rows(7, 3) +
-                    " AS u(t, p, n, h, l, r, e) ON CONFLICT (source_id, worker, topic, partition) "
-                    "DO UPDATE SET next_offset = EXCLUDED.next_offset, high_watermark = "
-                    "EXCLUDED.high_watermark, lag = EXCLUDED.lag, records_per_second = "
-                    "EXCLUDED.records_per_second, newest_event_ms = EXCLUDED.newest_event_ms, "
-                    "behind = EXCLUDED.behind, updated_at = EXCLUDED.updated_at",
-                {arg_int32(source_id_),
-                 arg_int32(backfill_),
-                 {TEXTARRAYOID, make_array(topics, {}, TEXTOID)},
-                 {INT4ARRAYOID, make_array(parts, {}, INT4OID)},
-                 {INT8ARRAYOID, make_array(nexts, {}, INT8OID)},
-                 {INT8ARRAYOID, make_array(highs, high_nulls, INT8OID)},
-                 {INT8ARRAYOID, make_array(lags, {}, INT8OID)},
-                 {FLOAT8ARRAYOID, make_array(rates, rate_nulls, FLOAT8OID)},
-                 {INT8ARRAYOID, make_array(events, event_nulls, INT8OID)},
-                 {BOOLOID, BoolGetDatum(behind)}});
-        });
-        progress_quiet_ = false;
-    } catch (const Error& e) {
-        // Progress is a gauge: a failed write is replaced by the next one a second later. A
-        // cancel is not swallowed (drop_aggregation waits for it).
-        if (e.sqlstate() == sqlstate::kQueryCanceled) throw;
+    for (const auto& [tp, at] : board_entries_) {
+        const flow::ProgressMeter::Partition* p = meter_.partition(tp);
+        if (p == nullptr) continue;
+        progress_board::Values v;
+        v.next_offset = p->position;
+        v.high = p->high;
+        v.lag = p->lag();
+        v.has_rate = p->rate.has_value();
+        v.rate = p->rate.value_or(0.0);
+        v.newest_event_ms = path.watermark().partition_max(tp.id());
+        v.has_event = v.newest_event_ms != core::kNoTime;
+        v.behind = behind;
+        v.updated_ms = now;
+        progress_board::write(at, v);
     }
 }
 
-// Not consuming (paused, held for a backfill's join, no aggregations): the rows say so, once.
+// Not consuming (paused, held for a backfill's join, no aggregations): 0 records/s, not behind.
 void SourceWorker::quiet_progress() {
     if (progress_quiet_) return;
-    try {
-        in_transaction([&] {
-            if (!extension_present()) return;
-            spi_exec("UPDATE stoatflow.worker_progress SET records_per_second = 0, behind = false, "
-                     "updated_at = pg_catalog.now() WHERE source_id OPERATOR(pg_catalog.=) $1 AND "
-                     "worker OPERATOR(pg_catalog.=) $2",
-                     {arg_int32(source_id_), arg_int32(backfill_)});
-        });
-        progress_quiet_ = true;
-    } catch (const Error& e) {
-        if (e.sqlstate() == sqlstate::kQueryCanceled) throw;  // best effort, as above
+    progress_quiet_ = true;
+    const core::Millis now = clock_.now();
+    for (const auto& [tp, at] : board_entries_) {
+        const flow::ProgressMeter::Partition* p = meter_.partition(tp);
+        if (p == nullptr) continue;
+        progress_board::Values v;
+        v.next_offset = p->position;
+        v.high = p->high;
+        v.lag = p->lag();
+        v.has_rate = true;
+        v.updated_ms = now;
+        progress_board::write(at, v);
     }
 }
 
-// A backfill that joined (or whose aggregation is gone): its rows go; the source's worker's
-// rows show the aggregation from now on.
+// A backfill that joined (or whose aggregation is gone): its entries go; the source's worker's
+// show the aggregation from now on.
 void SourceWorker::forget_progress() {
     if (backfill_ == 0) return;
-    try {
-        in_transaction([&] {
-            if (!extension_present()) return;
-            spi_exec("DELETE FROM stoatflow.worker_progress WHERE source_id "
-                     "OPERATOR(pg_catalog.=) $1 AND worker OPERATOR(pg_catalog.=) $2",
-                     {arg_int32(source_id_), arg_int32(backfill_)});
-        });
-    } catch (const Error& e) {
-        if (e.sqlstate() == sqlstate::kQueryCanceled) throw;  // best effort, as above
-    }
+    progress_board::release(source_id_, backfill_);
+    board_entries_.clear();
 }
 
 }  // namespace stoatflow::pg

@@ -261,13 +261,17 @@ SourceWorker::Start SourceWorker::start() {
         }
     }
     consumer->assign(src->topics, starts);
+    // README "Progress": rates measured afresh, from these positions.
+    meter_.start(clock_.now());
+    for (const auto& s : starts) meter_.observe(s.tp, s.offset, high_[s.tp]);
+    claim_progress();
+    progress_quiet_ = false;
     partitions_ = counts;
     partitions_checked_at_ = clock_.now();
     idle_shown_.clear();
     pipeline_ = std::move(pipeline);
     consumer_ = std::move(consumer);
     commit_timer_.committed(clock_.now());
-    meter_.start(clock_.now());  // rates measured afresh (README "Progress")
     committed_w_ = pipeline_->path().watermark().current();
     offsets_moved_ =
         offsets_moved_ ||
