@@ -117,14 +117,11 @@ int claim(const Key& key, std::int64_t now_ms) {
     return at;
 }
 
-void write(int entry, const Values& v) {
+void write(int entry, const Key& key, const Values& v) {
     if (board == nullptr || entry < 0 || static_cast<std::size_t>(entry) >= kEntries) return;
     Entry& e = board->entries[entry];
-    const Key k{e.source_id.load(std::memory_order_relaxed),
-                e.worker.load(std::memory_order_relaxed), e.topic.load(std::memory_order_relaxed),
-                e.partition.load(std::memory_order_relaxed)};
-    if (k.source_id == 0) return;  // released
-    put(e, k, v);
+    if (!same(e, key)) return;  // released, or taken by another worker as stale: not ours
+    put(e, key, v);
 }
 
 void release(std::int32_t source_id, std::int32_t worker) {
@@ -233,6 +230,6 @@ STOATFLOW_FUNCTION(stoatflow__test_worker_progress) {
     v.newest_event_ms = v.has_event ? PG_GETARG_INT64(7) : 0;
     v.behind = !PG_ARGISNULL(8) && PG_GETARG_BOOL(8);
     v.updated_ms = now_ms;
-    progress_board::write(at, v);
+    progress_board::write(at, k, v);
     PG_RETURN_VOID();
 }

@@ -42,8 +42,9 @@ void shmem_init(void* at, bool found);
 // On a worker's main thread: the entry of this key (its own from an earlier run, a free one, or
 // a stale one); -1 when the board is full.
 int claim(const Key& key, std::int64_t now_ms);
-// Any thread of the worker that claimed it; no PostgreSQL call.
-void write(int entry, const Values& v);
+// Any thread of the worker that claimed it (the key it claimed it for: an entry taken by
+// another worker since is left alone); no PostgreSQL call.
+void write(int entry, const Key& key, const Values& v);
 // Frees every entry of (source_id, worker) (a backfill that joined).
 void release(std::int32_t source_id, std::int32_t worker);
 // A consistent copy of every entry in use, in order; f(key, values).

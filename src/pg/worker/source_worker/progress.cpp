@@ -65,7 +65,7 @@ void SourceWorker::meter_progress(flow::RecordPath& path, core::Millis now) {
         v.has_event = v.newest_event_ms != core::kNoTime;
         v.behind = behind;
         v.updated_ms = now;
-        progress_board::write(at, v);
+        progress_board::write(at, {source_id_, backfill_, tp.topic, tp.partition}, v);
     }
 }
 
@@ -83,7 +83,7 @@ void SourceWorker::quiet_progress() {
         v.lag = p->lag();
         v.has_rate = true;
         v.updated_ms = now;
-        progress_board::write(at, v);
+        progress_board::write(at, {source_id_, backfill_, tp.topic, tp.partition}, v);
     }
 }
 
