@@ -7,8 +7,8 @@
 # .ci/run), or "kafka". The whole pg_regress schedule runs once, against the first of them;
 # each further broker runs kafka_e2e alone. On Apache Kafka the fault suite runs the
 # scenarios in FAULTS_KAFKA_SCENARIOS: by default "broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress",
-# the ones about the broker, and progress (a 5,000,000-record catch-up, about 1-1.5 min) (4-5 min;
-# all take 6-9 min there); "all" for every one.
+# the ones about the broker (2.5-3.5 min; all eight take 5-8 min there), and progress (a
+# 5,000,000-record catch-up and backfill: 1-1.5 min more); "all" for every one.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
