@@ -263,7 +263,8 @@ SourceWorker::Start SourceWorker::start() {
     consumer->assign(src->topics, starts);
     // README "Progress": rates measured afresh, from these positions.
     meter_.start(clock_.now());
-    for (const auto& s : starts) meter_.observe(s.tp, s.offset, high_[s.tp]);
+    for (const auto& s : starts)
+        if (s.offset >= 0) meter_.observe(s.tp, s.offset, high_[s.tp]);
     claim_progress();
     progress_quiet_ = false;
     partitions_ = counts;
