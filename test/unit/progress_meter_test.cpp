@@ -107,3 +107,23 @@ TEST(ProgressMeter, BehindNeedsManyRecordsAndMoreThanTwoSecondsOfThem) {
     EXPECT_FALSE(ProgressMeter::behind(150000, 100000.0));   // 1.5 s of records
     EXPECT_FALSE(ProgressMeter::eta(0, 100.0));              // not behind: no estimate
 }
+
+TEST(ProgressMeter, CaughtUpIsPublishedAtOnce) {
+    ProgressMeter m;
+    m.start(0);
+    m.observe(kP0, 0, 100000);
+    m.observe(kP0, 10000, 100000);
+    ASSERT_TRUE(m.due(1000));  // 10,000/s, 90,000 behind: 9 s of records
+    EXPECT_TRUE(m.shown_behind());
+    m.observe(kP0, 20000, 100000);
+    EXPECT_FALSE(m.due(1100));      // still behind: nothing new to say before the second is over
+    m.observe(kP0, 90000, 100000);  // 10,000 left: under 2 s at this rate, under the threshold
+    ASSERT_TRUE(m.due(1200));       // no longer behind: at once
+    EXPECT_FALSE(m.shown_behind());
+    EXPECT_FALSE(m.due(1300));
+    m.observe(kP0, 100000, 100000);
+    ASSERT_TRUE(m.due(1400));  // lag 0: at once
+    EXPECT_EQ(m.lag(), 0);
+    EXPECT_FALSE(m.due(1500));
+    EXPECT_TRUE(m.due(2000));  // and the second goes on as before
+}

@@ -43,6 +43,8 @@ public:
     void start(core::Millis now) {
         parts_.clear();
         sampled_at_ = published_at_ = now;
+        shown_lag_ = 0;
+        shown_behind_ = false;
     }
 
     // One partition's position and high watermark after a step. A position that moves back
@@ -55,13 +57,24 @@ public:
         if (high > s.p.high) s.p.high = high;  // -1 (not known) or an older cached value: kept
     }
 
-    // Time to publish? Then the rates are updated from the records read since the last sample.
+    // Time to publish? Once a second, the rates updated from the records read since the last
+    // sample; and at once when the lag reached 0 or the worker stopped being behind since the
+    // last publish (so that "caught up" never shows a second late).
     bool due(core::Millis now) {
-        if (now - published_at_ < kIntervalMs) return false;
-        sample(now);
-        published_at_ = now;
+        const std::int64_t l = lag();
+        const bool early = shown_lag_ > 0 && (l == 0 || (shown_behind_ && !behind(l, rate())));
+        if (now - published_at_ >= kIntervalMs) {
+            sample(now);
+            published_at_ = now;
+        } else if (!early) {
+            return false;
+        }
+        shown_lag_ = l;
+        shown_behind_ = behind(l, rate());
         return true;
     }
+    // The catching-up rule over every partition, as last published.
+    bool shown_behind() const { return shown_behind_; }
 
     // The rates, from the records read since the last sample (per partition). A partition with
     // records to read that has read none since it started has no rate yet (the consumer is still
@@ -129,6 +142,8 @@ private:
     };
     std::map<core::TopicPartition, Seen> parts_;
     core::Millis sampled_at_ = 0, published_at_ = 0;
+    std::int64_t shown_lag_ = 0;
+    bool shown_behind_ = false;
 };
 
 }  // namespace stoatflow::flow

@@ -49,9 +49,7 @@ void SourceWorker::meter_progress(flow::RecordPath& path, core::Millis now) {
         meter_.observe(tp, it->second, consumer_->cached_high(tp));
     }
     if (!meter_.due(now)) return;
-    const std::int64_t lag = meter_.lag();
-    const std::optional<double> rate = meter_.rate();
-    const bool behind = flow::ProgressMeter::behind(lag, rate);
+    const bool behind = meter_.shown_behind();
     for (const auto& [tp, at] : board_entries_) {
         const flow::ProgressMeter::Partition* p = meter_.partition(tp);
         if (p == nullptr) continue;
