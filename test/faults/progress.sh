@@ -13,7 +13,9 @@
 # declared on the caught-up source (start_from 'earliest': it backfills the whole backlog): its
 # own row shows status 'backfilling' with its own progress, the same checks, then 'running'.
 # Last, agg_future (start_from a time after every record) must be named in the server log as
-# starting at the partitions' ends. Every aggregation must count every record.
+# starting at the partitions' ends, and small_old ('earliest' on a topic whose partition 0 lost
+# its first 40 records to DeleteRecords, as retention would) as starting at offset 40 there.
+# Every aggregation must count every record.
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -24,7 +26,7 @@ EVENTS=${PROGRESS_EVENTS:-5000000}
 KEYS=${PROGRESS_KEYS:-1000}
 CATCHUP_LIMIT=${PROGRESS_CATCHUP_LIMIT:-240} # seconds per catch-up
 
-broker_start "$TOPIC:$PARTITIONS" || fail "the $TEST_BROKER broker did not start"
+broker_start "$TOPIC:$PARTITIONS" small:2 || fail "the $TEST_BROKER broker did not start"
 pg_init
 pg_start
 sql "CREATE EXTENSION stoatflow" >/dev/null
@@ -163,6 +165,28 @@ sql "SELECT stoatflow.create_aggregation('agg_future', '$SOURCE', stoatflow.tumb
 said() { grep -q "aggregation \"agg_future\": start_from .*has no record at or after that time yet: starts at its end" "$SERVER_LOG"; }
 wait_until 60 "the log line naming agg_future's start" said
 log "server log: $(grep -m1 'aggregation "agg_future": start_from' "$SERVER_LOG" | sed 's/.*stoatflow backfill: //')"
+
+# 'earliest' after retention moved the log start: small's partition 0 holds offsets 40-99 only.
+for p in 0 1; do
+    seq 0 99 | awk -v p="$p" '{ printf "{\"user_id\":\"s%d\",\"ts\":%.0f,\"amount\":1}\n", $1 % 7, '"$now_ms"' - 200000 + $1 * 1000 }' |
+        timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t small -p "$p" 2>"$WORK/kcat-small.err" ||
+        { cat "$WORK/kcat-small.err" >&2; fail "kcat could not produce into small"; }
+done
+kafka_delete_records small 0 40 || fail "DeleteRecords small[0] before 40 failed"
+sql "SELECT stoatflow.create_source('small_src', 'small', '$KAFKA_BROKERS', key => 'user_id',
+        event_time => 'ts', max_out_of_orderness => '1 hour')" >/dev/null
+sql "SELECT stoatflow.create_aggregation('small_first', 'small_src', stoatflow.tumbling('1 minute'),
+        'count(*) AS n', 'sink_small_first')" >/dev/null
+[ "$(sql "SELECT stoatflow.wait_caught_up('small_src', '60 seconds')")" = t ] || fail "small_src did not catch up"
+sql "SELECT stoatflow.create_aggregation('small_old', 'small_src', stoatflow.tumbling('1 minute'),
+        'count(*) AS n', 'sink_small_old', start_from => 'earliest')" >/dev/null
+said_old() { grep -q 'aggregation "small_old": start_from earliest: partition 0 starts at offset 40, the earliest the topic still holds' "$SERVER_LOG"; }
+wait_until 60 "the log line naming small_old's start" said_old
+! grep -q 'aggregation "small_old": start_from earliest: partition 1' "$SERVER_LOG" ||
+    fail "small_old's partition 1 starts where asked, yet the log says otherwise"
+log "server log: $(grep -m1 'aggregation "small_old": start_from' "$SERVER_LOG" | sed 's/.*stoatflow backfill: //')"
+small_done() { [ "$(psql_try -c "SELECT records_in FROM stoatflow.stats WHERE aggregation_name = 'small_old' AND status = 'running'")" = 160 ]; }
+wait_until 60 "small_old backfilled the 160 records left" small_done
 
 for a in agg agg_b; do
     n=$(sql "SELECT records_in FROM stoatflow.stats WHERE aggregation_name = '$a'")
