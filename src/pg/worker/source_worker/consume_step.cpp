@@ -61,6 +61,7 @@ void SourceWorker::step() {
         if (h > pos && pipeline_->path().watermark().partition_max(tp.id()) == core::kNoTime)
             pipeline_->path().watermark().data_pending(tp.id());
     }
+    meter_progress(pipeline_->path(), now);  // README "Progress"
     pipeline_->path().tick(now);
     // The idle flags are reported with the partitions: a change is worth a commit.
     for (auto& [tp, high] : high_) {
@@ -124,7 +125,9 @@ bool SourceWorker::consume_while_writing(flow::RecordPath& path) {
         path.pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp ||
         path.pending_segments() >= core::CommitPolicy::kMaxSegmentsPerCommit)
         return false;
-    consume(path, kPollWhileWritingMs, clock_.now());
+    const core::Millis now = clock_.now();
+    consume(path, kPollWhileWritingMs, now);
+    meter_progress(path, now);  // a long commit does not hide the progress
     return true;
 }
 
