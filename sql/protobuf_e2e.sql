@@ -17,10 +17,10 @@ SELECT jsonb_build_object('descriptor', :'desc', 'message', 'e2e.PageView') AS o
 -- The events (the oracles' truth): per partition increasing times (some with a fraction of a
 -- second), 4 pages, the enum's zero value (not on the wire) among the kinds, geo absent or
 -- without its city, qty absent (an optional field: NULL) or 0 (present), 0 to 2 tags.
-CREATE TABLE ev (part int, seq int, page text, ts timestamptz, amount_cents bigint, kind text,
+CREATE TABLE pb_ev (part int, seq int, page text, ts timestamptz, amount_cents bigint, kind text,
                  country text, city text, tags text[], qty int, score float8, blob bytea,
                  big numeric, flag boolean, PRIMARY KEY (part, seq));
-INSERT INTO ev
+INSERT INTO pb_ev
 SELECT p, i, (ARRAY['home', 'cart', 'search', 'help'])[1 + (i * 7 + p) % 4],
        timestamptz '2026-11-30 09:00:00+00' + (i * 13 + p * 5) * interval '1 second'
          + CASE WHEN i % 3 = 0 THEN interval '0.25 seconds' ELSE interval '0' END,
@@ -33,12 +33,12 @@ SELECT p, i, (ARRAY['home', 'cart', 'search', 'help'])[1 + (i * 7 + p) % 4],
        i * 0.5, convert_to('b' || i, 'UTF8'),
        CASE WHEN i = 50 THEN 18446744073709551615 ELSE i END, i % 2 = 0
   FROM generate_series(0, 1) p, generate_series(1, 100) i;
-INSERT INTO ev VALUES
+INSERT INTO pb_ev VALUES
   (0, 101, 'home', '2026-11-30 10:00:00+00', 1, 'VIEW', 'ch', 'c1', '{}', 1, 1, '\x00', 1, true),
   (1, 101, 'home', '2026-11-30 10:00:00+00', 1, 'VIEW', 'ch', 'c1', '{}', 1, 1, '\x00', 1, true);
 
 -- Each event in proto3's JSON mapping (NULLs stripped: those fields are not on the wire).
-CREATE VIEW ev_json AS
+CREATE VIEW pb_ev_json AS
 SELECT part, seq::numeric AS pos, jsonb_strip_nulls(jsonb_build_object(
          'page', page, 'ts', to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
          'amountCents', amount_cents, 'kind', kind,
@@ -47,10 +47,10 @@ SELECT part, seq::numeric AS pos, jsonb_strip_nulls(jsonb_build_object(
          'tags', to_jsonb(tags), 'counts', jsonb_build_object('x', seq % 7, 'y', 1),
          'score', score, 'qty', qty, 'blob', encode(blob, 'base64'), 'big', big,
          'flag', flag))::text AS line
-  FROM ev;
+  FROM pb_ev;
 -- The malformed and hostile bodies, between the events of partition 0.
-CREATE TABLE hostile (pos numeric, what text, line text);
-INSERT INTO hostile VALUES
+CREATE TABLE pb_hostile (pos numeric, what text, line text);
+INSERT INTO pb_hostile VALUES
   (10.5, 'a varint cut short', '{"hex": "ffffff"}'),
   (20.5, 'a length far past the end', '{"hex": "0affffffff07686f6d65"}'),
   (30.5, 'a 10-byte varint overflowing 64 bits', '{"hex": "0a04686f6d6518ffffffffffffffffff7f"}'),
@@ -61,10 +61,10 @@ INSERT INTO hostile VALUES
   (70.5, 'a timestamp past year 9999', '{"hex": "0a04686f6d6512070880f092cbdd08"}');
 \pset format unaligned
 \pset tuples_only on
-SELECT line FROM (SELECT pos, line FROM ev_json WHERE part = 0 UNION ALL
-                  SELECT pos, line FROM hostile) l ORDER BY pos
+SELECT line FROM (SELECT pos, line FROM pb_ev_json WHERE part = 0 UNION ALL
+                  SELECT pos, line FROM pb_hostile) l ORDER BY pos
 \g | /usr/bin/python3 protobuf_produce.py produce e2e_proto 0
-SELECT line FROM ev_json WHERE part = 1 ORDER BY pos
+SELECT line FROM pb_ev_json WHERE part = 1 ORDER BY pos
 \g | /usr/bin/python3 protobuf_produce.py produce e2e_proto 1
 \pset format aligned
 \pset tuples_only off
@@ -86,30 +86,30 @@ COMMIT;
 SELECT stoatflow.wait_caught_up('proto', '60 seconds');
 
 -- Every closed window equals the oracle's, and none is missing or extra (counts printed).
-CREATE VIEW oracle_5m AS
+CREATE VIEW pb_oracle_5m AS
 SELECT page AS key, to_timestamp(floor(extract(epoch FROM ts) / 300) * 300) AS window_start,
        count(*) AS n, sum(amount_cents) AS cents, sum(qty) AS units, max(score) AS top
-  FROM ev GROUP BY 1, 2;
+  FROM pb_ev GROUP BY 1, 2;
 SELECT count(*) AS closed_windows, sum(n) AS records FROM proto_5m WHERE final;
 SELECT 'sink only' AS side, * FROM (
   SELECT key, window_start, n, cents, units, top FROM proto_5m WHERE final
-  EXCEPT SELECT * FROM oracle_5m) d
+  EXCEPT SELECT * FROM pb_oracle_5m) d
 UNION ALL
 SELECT 'oracle only', * FROM (
-  SELECT * FROM oracle_5m WHERE window_start < '2026-11-30 09:55:00+00'
+  SELECT * FROM pb_oracle_5m WHERE window_start < '2026-11-30 09:55:00+00'
   EXCEPT SELECT key, window_start, n, cents, units, top FROM proto_5m WHERE final) d;
-CREATE VIEW oracle_kind AS
+CREATE VIEW pb_oracle_kind AS
 SELECT kind, to_timestamp(floor(extract(epoch FROM ts) / 600) * 600) AS window_start,
        count(*) AS n, count(qty) AS with_qty, sum(cardinality(tags)) AS tags,
        max(length(city)) AS city_len, max(country) AS country
-  FROM ev WHERE country IS NOT NULL GROUP BY 1, 2;
+  FROM pb_ev WHERE country IS NOT NULL GROUP BY 1, 2;
 SELECT count(*) AS closed_windows, sum(n) AS records FROM proto_kind WHERE final;
 SELECT 'sink only' AS side, * FROM (
   SELECT key, window_start, n, with_qty, tags, city_len, country FROM proto_kind WHERE final
-  EXCEPT SELECT * FROM oracle_kind) d
+  EXCEPT SELECT * FROM pb_oracle_kind) d
 UNION ALL
 SELECT 'oracle only', * FROM (
-  SELECT * FROM oracle_kind WHERE window_start < '2026-11-30 09:50:00+00'
+  SELECT * FROM pb_oracle_kind WHERE window_start < '2026-11-30 09:50:00+00'
   EXCEPT SELECT key, window_start, n, with_qty, tags, city_len, country FROM proto_kind
    WHERE final) d;
 -- The enum's zero value is not on the wire: it reads as its first name.
@@ -119,10 +119,10 @@ SELECT key, sum(n) AS n FROM proto_kind GROUP BY 1 ORDER BY 1;
 SELECT partition, "offset", reason, left(detail, 80) AS detail
   FROM stoatflow.dead_letters WHERE source_name = 'proto' ORDER BY 1, 2;
 SELECT h.what, d.reason IS NOT NULL AS dead_letter
-  FROM (SELECT what, row_number() OVER (ORDER BY pos) AS k, pos FROM hostile) h
+  FROM (SELECT what, row_number() OVER (ORDER BY pos) AS k, pos FROM pb_hostile) h
   LEFT JOIN (SELECT "offset", reason FROM stoatflow.dead_letters
               WHERE source_name = 'proto' AND partition = 0) d
-    ON d."offset" = (SELECT count(*) FROM ev WHERE part = 0 AND seq < h.pos) + h.k - 1
+    ON d."offset" = (SELECT count(*) FROM pb_ev WHERE part = 0 AND seq < h.pos) + h.k - 1
  ORDER BY h.pos;
 SELECT aggregation_name, records_in, dead_letters, filtered FROM stoatflow.stats
  WHERE source_name = 'proto' ORDER BY 1;
@@ -153,7 +153,7 @@ SELECT 'sink only' AS side, * FROM (
   SELECT page, count(*), sum(amount_cents), max(big), sum(score), count(qty), sum(seq % 7),
          sum(octet_length(blob)), sum(CASE WHEN flag THEN 1 ELSE 0 END), sum(cardinality(tags)),
          count(country), sum(CASE WHEN kind = 'KIND_UNKNOWN' THEN 1 ELSE 0 END)
-    FROM ev WHERE ts < '2026-11-30 10:00:00+00' GROUP BY page) d;
+    FROM pb_ev WHERE ts < '2026-11-30 10:00:00+00' GROUP BY page) d;
 SELECT count(*) AS keys, sum(n) AS records FROM proto_all_1h
  WHERE window_start = '2026-11-30 09:00:00+00' AND final;
 SELECT reason, count(*) FROM stoatflow.dead_letters WHERE source_name = 'proto_all' GROUP BY 1;
@@ -214,3 +214,5 @@ SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf
     format_options => :'opts', columns => 'p text PATH ''$.page'', page text, ts timestamptz');
 SELECT format, format_options->>'message' AS message FROM stoatflow.source WHERE source_name = 'x';
 SELECT stoatflow.drop_source('x');
+DROP VIEW pb_ev_json, pb_oracle_5m, pb_oracle_kind;
+DROP TABLE pb_ev, pb_hostile;
