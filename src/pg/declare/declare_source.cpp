@@ -17,6 +17,7 @@
 #include "stoatflow/pg/catalog/row_type.hpp"
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/border/text.hpp"
+#include "stoatflow/pg/worker/registry_schemas.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -230,4 +231,9 @@ std::string stoatflow::pg::declare::caller_lookup_path() {
         value += (value.empty() ? "" : ", ") + quote_ident(name);
     if (value.empty()) value = "pg_catalog";
     return value;
+}
+
+bool stoatflow::pg::declare::check_registry_url(const std::string& url) {
+    check_registry_url_syntax(url);
+    return true;
 }
