@@ -165,25 +165,28 @@ const char* format_name(FormatKind kind) {
     return "?";
 }
 
+FormatKind parse_format_name(const std::string& format) {
+    if (format == "json") return FormatKind::Json;
+    if (format == "csv") return FormatKind::Csv;
+    if (format == "avro") return FormatKind::Avro;
+    bad("unknown format \"" + format + "\"",
+        "The supported formats are 'json' (one JSON object per message), 'csv' (one "
+        "CSV record per message, with columns) and 'avro' (an Avro record per message, its "
+        "schema inline or from a schema registry).");
+}
+
 RecordFormat parse_record_format(const std::string& format,
                                  const std::vector<FormatOption>& options) {
     RecordFormat f;
-    if (format == "json") {
+    f.kind = parse_format_name(format);
+    switch (f.kind) {
+    case FormatKind::Json:
         if (!options.empty())
             bad("unknown format option \"" + options.front().name + "\" for format json",
                 "Format 'json' takes no options: pass '{}'.");
-        f.kind = FormatKind::Json;
-    } else if (format == "csv") {
-        f.kind = FormatKind::Csv;
-        f.csv = csv_options(options);
-    } else if (format == "avro") {
-        f.kind = FormatKind::Avro;
-        f.avro = avro_options(options);
-    } else {
-        bad("unknown format \"" + format + "\"",
-            "The supported formats are 'json' (one JSON object per message), 'csv' (one "
-            "CSV record per message, with columns) and 'avro' (an Avro record per message, its "
-            "schema inline or from a schema registry).");
+        break;
+    case FormatKind::Csv: f.csv = csv_options(options); break;
+    case FormatKind::Avro: f.avro = avro_options(options); break;
     }
     return f;
 }

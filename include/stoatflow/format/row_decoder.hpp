@@ -59,6 +59,8 @@ struct FormatOption {
 // ones) or a bad value.
 RecordFormat parse_record_format(const std::string& format,
                                  const std::vector<FormatOption>& options);
+// The format's name alone (create_source checks it before its options): 22023 for an unknown one.
+FormatKind parse_format_name(const std::string& format);
 // 'json', 'csv' ...: the format's name as create_source takes it.
 const char* format_name(FormatKind kind);
 

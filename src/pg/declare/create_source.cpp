@@ -194,8 +194,7 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
         bad("topic must not be NULL", "Name a Kafka topic, or several separated by commas.");
     const std::vector<std::string> topics = kafka::parse_topic_list(*r.topic);
     // The format's name first (its options after the Kafka options).
-    const format::FormatKind format_kind =
-        format::parse_record_format(r.format.value_or("<NULL>"), {}).kind;
+    const format::FormatKind format_kind = format::parse_format_name(r.format.value_or("<NULL>"));
     if (!r.start_offset)
         bad("unknown start_offset \"<NULL>\"",
             "Use 'earliest', 'latest' or a timestamp such as '2026-11-01 00:00:00+00'.");
