@@ -115,7 +115,7 @@ constexpr long kDeclareRegistryTimeoutMs = 5000;
 // top-level fields — the inline schema's, or with a registry the reader_schema given or the
 // latest version of subject <first topic>-value, which is then stored as the reader_schema
 // (later versions resolve against it). `options` (format_options as stored) may gain it.
-std::string avro_columns(const format::RecordFormat& f, const std::string& topic,
+std::string avro_columns(const format::RecordFormat& f, const std::string& topic, bool internal_ok,
                          std::string& options) {
     if (!f.uses_registry())
         return format::avro_column_list(format::avro::Schema::parse(f.avro.schema));
@@ -126,6 +126,7 @@ std::string avro_columns(const format::RecordFormat& f, const std::string& topic
     e.user = f.avro.registry_user;
     e.password = f.avro.registry_password;
     e.timeout_ms = kDeclareRegistryTimeoutMs;
+    e.internal_ok = internal_ok;
     const std::string subject = topic + "-value";
     registry::Fetched got;
     try {
@@ -208,9 +209,10 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
     if (format_kind == format::FormatKind::Csv) check_csv_columns(r.columns);
     OptText column_list = r.columns;
     std::string format_options = *r.format_options;
-    if (record_format.uses_registry()) check_registry_url(record_format.avro.registry_url);
+    const bool internal_ok =
+        record_format.uses_registry() && check_registry_url(record_format.avro.registry_url);
     if (format_kind == format::FormatKind::Avro && !column_list)
-        column_list = avro_columns(record_format, topics.front(), format_options);
+        column_list = avro_columns(record_format, topics.front(), internal_ok, format_options);
 
     OptText columns, key = r.key, event_time = r.event_time;
     if (column_list) {

@@ -40,12 +40,14 @@ private:
 
 }  // namespace
 
-std::shared_ptr<format::SchemaSource> registry_schemas(const format::RecordFormat& format) {
+std::shared_ptr<format::SchemaSource> registry_schemas(const format::RecordFormat& format,
+                                                       bool internal_ok) {
     if (!format.uses_registry()) return nullptr;
     registry::Endpoint e;
     e.url = format.avro.registry_url;
     e.user = format.avro.registry_user;
     e.password = format.avro.registry_password;
+    e.internal_ok = internal_ok;
     check_registry_url_syntax(e.url);
     return std::make_shared<RegistrySchemas>(std::move(e));
 }

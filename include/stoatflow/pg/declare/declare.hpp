@@ -98,6 +98,9 @@ void check_kafka_config(const OptText& brokers, const std::vector<std::string>& 
 // files (42501), as for kafka_options naming server files. Returns whether the caller may reach
 // internal addresses (the worker checks the addresses a host name resolves to by the same rule).
 bool check_registry_url(const std::string& url);
+// Superusers and members of pg_read_server_files: who may name server files in kafka_options and
+// point a source's registry at internal addresses (README "Security").
+bool may_read_server_files(Oid role);
 
 // The caller's search_path as schema names (see declare_source.cpp) and as a lookup path.
 std::vector<std::string> caller_schemas(bool keep_catalog);

@@ -15,7 +15,10 @@ namespace stoatflow::pg {
 
 // The schemas of a format read through a registry (format.uses_registry()), nullptr for any
 // other. Throws Error 22023 for a URL the registry client will not use (registry::check_url).
-std::shared_ptr<format::SchemaSource> registry_schemas(const format::RecordFormat& format);
+// internal_ok: the source's owner may reach internal addresses (declare::may_read_server_files);
+// else the client connects to none, whatever the host resolves to (README "Security").
+std::shared_ptr<format::SchemaSource> registry_schemas(const format::RecordFormat& format,
+                                                       bool internal_ok);
 
 // A URL the registry client will use (registry::check_url), else Error 22023 naming what is
 // wrong (the declaration's check and the worker's alike).

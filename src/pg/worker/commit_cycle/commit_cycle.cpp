@@ -16,6 +16,7 @@
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/border/text.hpp"
 #include "stoatflow/pg/limits.hpp"
+#include "stoatflow/pg/declare/declare.hpp"
 #include "stoatflow/pg/worker/registry_schemas.hpp"
 
 extern "C" {
@@ -42,7 +43,9 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
         plan.format = format::parse_record_format(src.format, src.format_options);
         // A format read through a schema registry: its schemas, fetched off the hot path
         // (README "Formats").
-        plan.format.schemas = registry_schemas(plan.format);
+        if (plan.format.uses_registry())
+            plan.format.schemas =
+                registry_schemas(plan.format, declare::may_read_server_files(src.owner));
         plan.key_col = row_type->index_of(src.key_path.empty() ? "kafka_key" : src.key_path);
         plan.time_col = row_type->index_of(src.event_time_path.empty() ? "kafka_timestamp"
                                                                        : src.event_time_path);
