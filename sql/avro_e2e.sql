@@ -214,6 +214,37 @@ SELECT stoatflow.drop_source('reg', "cascade" => true);
 RESET client_min_messages;
 DROP TABLE reg_5m, reg_region;
 
+-- Avro-encoded keys (registry-framed, with their own schema ids): kafka_key is the key's
+-- value as text, a record key's JSON text; a key that is no frame is taken as it is.
+\pset format unaligned
+\pset tuples_only on
+SELECT '"string"' \g kstring.avsc
+SELECT '{"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"}, {"name": "tag", "type": "string"}]}' \g krecord.avsc
+SELECT 'KEY:' || k || '|' || json_build_object('page', 'p', 'ts', '2026-11-30T09:00:0' || i || '.000Z', 'amount', i, 'region', 'eu')
+  FROM (VALUES (1, '"k-1"'), (2, '"k-2"'), (3, '"k-1"'), (4, '"ünï"')) v(i, k)
+\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value --key-schema kstring.avsc --key-subject e2e_avro_key-key
+SELECT 'KEY:{"id": 42, "tag": "x"}|' || json_build_object('page', 'p', 'ts', '2026-11-30T09:00:05.000Z', 'amount', 5, 'region', 'eu')
+\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value --key-schema krecord.avsc --key-subject e2e_avro_key-key
+SELECT 'KEY:plain-key|' || json_build_object('page', 'p', 'ts', '2026-11-30T09:00:06.000Z', 'amount', 6, 'region', 'eu')
+\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value
+\pset format aligned
+\pset tuples_only off
+BEGIN;
+SELECT stoatflow.create_source('keys', 'e2e_avro_key', :'brokers', format => 'avro',
+    format_options => jsonb_build_object('schema_registry_url', :'reg_url',
+        'schema_registry_user', 'reg-user', 'schema_registry_password', 'reg-Secret-42'),
+    columns => 'page text, ts timestamptz, amount bigint', event_time => 'ts');
+SELECT stoatflow.create_aggregation('keys_1h', 'keys', stoatflow.tumbling('1 hour'),
+    'count(*) AS n, sum(amount) AS total', 'keys_1h');
+COMMIT;
+SELECT stoatflow.wait_caught_up('keys', '60 seconds');
+SELECT key, n, total FROM keys_1h ORDER BY key;
+SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'keys';
+SET client_min_messages = warning;
+SELECT stoatflow.drop_source('keys', "cascade" => true);
+RESET client_min_messages;
+DROP TABLE keys_1h;
+
 -- Declaration errors.
 SELECT stoatflow.create_source('x', 'e2e_avro', :'brokers', format => 'avro');
 \echo :LAST_ERROR_SQLSTATE

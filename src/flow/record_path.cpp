@@ -52,9 +52,9 @@ RecordPath::RecordPath(const RecordPathConfig& config)
 
 RecordPath::~RecordPath() = default;
 
-bool RecordPath::ready(const char* payload, std::size_t len) {
-    if (columns_) return columns_->decoder().ready(payload, len);
-    if (exec_) return exec_->decoder().ready(payload, len);
+bool RecordPath::ready(const char* payload, std::size_t len, const char* key, std::size_t key_len) {
+    if (columns_) return columns_->decoder().ready(payload, len, key, key_len);
+    if (exec_) return exec_->decoder().ready(payload, len, key, key_len);
     return true;
 }
 

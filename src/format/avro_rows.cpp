@@ -22,8 +22,19 @@ AvroRows::AvroRows(const AvroOptions& options, std::shared_ptr<SchemaSource> sch
 AvroRows::~AvroRows() = default;
 
 const AvroRows::Compiled* AvroRows::compiled(std::uint32_t id) {
-    auto it = by_id_.find(id);
-    if (it != by_id_.end()) return &it->second;
+    return compile(id, columns_, reader_.get(), by_id_);
+}
+
+const AvroRows::Compiled* AvroRows::compiled_key(std::uint32_t id) {
+    static const avro::ColumnPaths kWhole = {{}};  // the value itself
+    return compile(id, kWhole, nullptr, key_by_id_);
+}
+
+const AvroRows::Compiled* AvroRows::compile(std::uint32_t id, const avro::ColumnPaths& columns,
+                                            const avro::Schema* reader,
+                                            std::unordered_map<std::uint32_t, Compiled>& into) {
+    auto it = into.find(id);
+    if (it != into.end()) return &it->second;
     Compiled c;
     const std::string sid = std::to_string(id);
     if (!schemas_) {
@@ -41,25 +52,48 @@ const AvroRows::Compiled* AvroRows::compiled(std::uint32_t id) {
         } else {
             try {
                 const avro::Schema writer = avro::Schema::parse(a.text ? *a.text : "");
-                c.program = std::make_unique<avro::Program>(writer, reader_.get(), columns_);
+                c.program = std::make_unique<avro::Program>(writer, reader, columns);
             } catch (const Error& e) {
                 c.reason = DeadReason::BadAvro;
                 c.detail = "schema id " + sid + " cannot be read into the columns: " + e.what();
             }
         }
     }
-    if (by_id_.size() >= kAvroMaxPrograms) by_id_.clear();
-    return &by_id_.emplace(id, std::move(c)).first->second;
+    if (into.size() >= kAvroMaxPrograms) into.clear();
+    return &into.emplace(id, std::move(c)).first->second;
 }
 
-bool AvroRows::ready(const char* payload, std::size_t len) {
-    if (inline_) return true;
+bool AvroRows::key_id(const char* key, std::size_t len, std::uint32_t& id) {
+    if (key == nullptr) return false;
     avro::Framed f;
     std::string ignored;
-    if (avro::split_confluent(reinterpret_cast<const std::uint8_t*>(payload), len, f, ignored) !=
+    if (avro::split_confluent(reinterpret_cast<const std::uint8_t*>(key), len, f, ignored) !=
         DeadReason::None)
-        return true;
-    return compiled(static_cast<std::uint32_t>(f.schema_id)) != nullptr;
+        return false;
+    id = static_cast<std::uint32_t>(f.schema_id);
+    return true;
+}
+
+bool AvroRows::key_text(const char* key, std::size_t len, std::string& out, bool& null) {
+    std::uint32_t id = 0;
+    if (inline_ || !key_id(key, len, id)) return false;
+    const Compiled* c = compiled_key(id);
+    if (c == nullptr || !c->program) return false;
+    key_rows_.clear();
+    const std::size_t r = key_rows_.add_row();
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(key);
+    if (c->program->read(bytes + 5, len - 5, key_rows_, r) != DeadReason::None) return false;
+    const RawValue v = key_rows_.get(r, 0);
+    null = v.kind == RawKind::Null || v.kind == RawKind::Absent;
+    out.assign(v.text.data(), v.text.size());
+    return true;
+}
+
+bool AvroRows::ready(const char* payload, std::size_t len, const char* key, std::size_t key_len) {
+    if (inline_) return true;
+    std::uint32_t id = 0;
+    if (key_id(key, key_len, id) && compiled_key(id) == nullptr) return false;
+    return !key_id(payload, len, id) || compiled(id) != nullptr;
 }
 
 DeadReason AvroRows::decode(const char* payload, std::size_t len, bool /*first*/, RawRows& rows,

@@ -172,7 +172,7 @@ TEST(AvroRows, OptionsAndTheirRefusals) {
 TEST(AvroRows, InlineSchemaBareBodies) {
     const format::RecordFormat f = format::parse_record_format("avro", {opt("schema", kV1)});
     auto d = format::make_row_decoder(f, {"amount", "user"}, {{"amount"}, {"user"}});
-    EXPECT_TRUE(d->ready("\x00\x00\x00\x00\x07", 5));
+    EXPECT_TRUE(d->ready("\x00\x00\x00\x00\x07", 5, nullptr, 0));
     Read r = decode(*d, Body().s("alice").l(-42).bytes, 2);
     ASSERT_EQ(r.reason, DeadReason::None) << r.detail;
     EXPECT_EQ(r.values, (std::vector<std::string>{"-42", "alice"}));
@@ -194,12 +194,13 @@ TEST(AvroRows, RegistryIdsPendingReadyNotFound) {
                                       {{"user"}, {"amount"}, {"region"}});
     const std::string m1 = framed(1, Body().s("bo").l(7));
     const std::string m2 = framed(2, Body().s("cy").s("us"));
-    EXPECT_FALSE(d->ready(m1.data(), m1.size()));  // id 1 not fetched yet: the record waits
-    EXPECT_FALSE(d->ready(m1.data(), m1.size()));
+    EXPECT_FALSE(
+        d->ready(m1.data(), m1.size(), nullptr, 0));  // id 1 not fetched yet: the record waits
+    EXPECT_FALSE(d->ready(m1.data(), m1.size(), nullptr, 0));
     schemas->answers[1] = {SchemaSource::State::Ready, kV1};
     schemas->answers[2] = {SchemaSource::State::Ready, kV2};
-    EXPECT_TRUE(d->ready(m1.data(), m1.size()));
-    EXPECT_TRUE(d->ready(m2.data(), m2.size()));
+    EXPECT_TRUE(d->ready(m1.data(), m1.size(), nullptr, 0));
+    EXPECT_TRUE(d->ready(m2.data(), m2.size(), nullptr, 0));
     const int asked = schemas->lookups;
     Read r = decode(*d, m1, 3);
     ASSERT_EQ(r.reason, DeadReason::None) << r.detail;
@@ -212,7 +213,7 @@ TEST(AvroRows, RegistryIdsPendingReadyNotFound) {
     EXPECT_EQ(schemas->lookups, asked);  // compiled once per id: no lookup per record
 
     // A message that is no frame is ready (a dead letter, not a wait).
-    EXPECT_TRUE(d->ready("\x01", 1));
+    EXPECT_TRUE(d->ready("\x01", 1, nullptr, 0));
     r = decode(*d, std::string("\x05\x00\x00\x00\x01\x02", 6), 3);
     EXPECT_EQ(r.reason, DeadReason::BadAvro);
     EXPECT_NE(r.detail.find("magic byte 5"), std::string::npos);
@@ -225,7 +226,7 @@ TEST(AvroRows, RegistryIdsPendingReadyNotFound) {
     schemas->answers[9] = {SchemaSource::State::NotFound,
                            "registry http://r:8081: 404 Schema not found"};
     const std::string m9 = framed(9, Body().s("z"));
-    EXPECT_TRUE(d->ready(m9.data(), m9.size()));
+    EXPECT_TRUE(d->ready(m9.data(), m9.size(), nullptr, 0));
     r = decode(*d, m9, 3);
     EXPECT_EQ(r.reason, DeadReason::BadSchemaId);
     EXPECT_NE(r.detail.find("schema id 9"), std::string::npos);
@@ -294,9 +295,9 @@ TEST(AvroRows, TheRecordPathAsksReady) {
     ASSERT_NE(p.row_format(), nullptr);
     EXPECT_TRUE(p.row_format()->schemas);
     const std::string m = framed(1, Body().s("u").l(5));
-    EXPECT_FALSE(p.ready(m.data(), m.size()));
+    EXPECT_FALSE(p.ready(m.data(), m.size(), nullptr, 0));
     schemas->answers[1] = {SchemaSource::State::Ready, kV1};
-    EXPECT_TRUE(p.ready(m.data(), m.size()));
+    EXPECT_TRUE(p.ready(m.data(), m.size(), nullptr, 0));
     p.process(0, 0, 0, m.data(), m.size(), "k", 1, 1000, 2000);
     const flow::CommitSnapshot s = p.take_snapshot(3000);
     EXPECT_TRUE(s.dead.empty());
@@ -336,4 +337,45 @@ TEST(AvroRows, ColumnsFromTheWriterSchema) {
                          {"name": "u", "type": ["null", "long", "string"]}]})")),
                  Error);
     EXPECT_THROW(format::avro_column_list(format::avro::Schema::parse("\"long\"")), Error);
+}
+
+TEST(AvroRows, RegistryFramedKeys) {
+    auto schemas = std::make_shared<MapSchemas>();
+    format::RecordFormat f =
+        format::parse_record_format("avro", {opt("schema_registry_url", "http://r")});
+    f.schemas = schemas;
+    auto d = format::make_row_decoder(f, {"user"}, {{"user"}});
+    const std::string value = framed(1, Body().s("u").l(5));
+    const std::string skey = framed(7, Body().s("k-1"));  // a string key
+    const std::string rkey = framed(8, Body().s("ab").l(-3));
+    schemas->answers[1] = {SchemaSource::State::Ready, kV1};
+    // The key's schema is pending: the record waits for it too.
+    EXPECT_FALSE(d->ready(value.data(), value.size(), skey.data(), skey.size()));
+    schemas->answers[7] = {SchemaSource::State::Ready, "\"string\""};
+    schemas->answers[8] = {SchemaSource::State::Ready,
+                           R"({"type": "record", "name": "K", "fields": [
+                                {"name": "id", "type": "string"}, {"name": "n", "type": "long"}]})"};
+    schemas->answers[9] = {SchemaSource::State::Ready, "[\"null\", \"long\"]"};
+    EXPECT_TRUE(d->ready(value.data(), value.size(), skey.data(), skey.size()));
+    std::string text;
+    bool null = true;
+    ASSERT_TRUE(d->key_text(skey.data(), skey.size(), text, null));
+    EXPECT_EQ(text, "k-1");
+    EXPECT_FALSE(null);
+    ASSERT_TRUE(d->key_text(rkey.data(), rkey.size(), text, null));
+    EXPECT_EQ(text, R"({"id":"ab","n":-3})");
+    const std::string nkey = framed(9, Body().l(0));  // union branch null
+    ASSERT_TRUE(d->key_text(nkey.data(), nkey.size(), text, null));
+    EXPECT_TRUE(null);
+    // Not framed, an unknown id, a body that does not decode: the key as it is.
+    EXPECT_FALSE(d->key_text("plain", 5, text, null));
+    schemas->answers[10] = {SchemaSource::State::NotFound, "404"};
+    const std::string ukey = framed(10, Body().s("x"));
+    EXPECT_FALSE(d->key_text(ukey.data(), ukey.size(), text, null));
+    const std::string bad = framed(7, Body().l(100));
+    EXPECT_FALSE(d->key_text(bad.data(), bad.size(), text, null));
+    // An inline schema reads no keys.
+    auto i = format::make_row_decoder(format::parse_record_format("avro", {opt("schema", kV1)}),
+                                      {"user"}, {{"user"}});
+    EXPECT_FALSE(i->key_text(skey.data(), skey.size(), text, null));
 }

@@ -170,7 +170,7 @@ public:
     // With columns: whether a message can be decoded now (format::RowDecoder::ready): false
     // while the writer schema its id names is still being fetched. The caller then holds it back,
     // and every message after it, and asks again later (it is no dead letter).
-    bool ready(const char* payload, std::size_t len);
+    bool ready(const char* payload, std::size_t len, const char* key, std::size_t key_len);
     // The declared columns' format (nullptr without columns: JSON paths).
     const format::RecordFormat* row_format() const { return plan_ ? &plan_->format : nullptr; }
 

@@ -32,7 +32,11 @@ public:
     const std::string& detail() const override { return detail_; }
     // A framed record whose schema id is still Pending at the SchemaSource. A record that is no
     // frame is ready (it is bad_avro).
-    bool ready(const char* payload, std::size_t len) override;
+    bool ready(const char* payload, std::size_t len, const char* key, std::size_t key_len) override;
+    // A registry-framed key (magic byte 0, a schema id the registry knows, a body that decodes):
+    // its value as text (a primitive's text, a record's JSON text). Any other key is taken as it
+    // is, as before: a key of another serializer may begin with a 0 byte too.
+    bool key_text(const char* key, std::size_t len, std::string& out, bool& null) override;
 
 private:
     struct Compiled {
@@ -42,12 +46,20 @@ private:
     };
     // The id's program, compiled at its first Ready answer; nullptr while Pending.
     const Compiled* compiled(std::uint32_t id);
+    // The same for a key schema: one column, the whole value.
+    const Compiled* compiled_key(std::uint32_t id);
+    const Compiled* compile(std::uint32_t id, const avro::ColumnPaths& columns,
+                            const avro::Schema* reader,
+                            std::unordered_map<std::uint32_t, Compiled>& into);
+    // A framed key's schema id (false: the key is no frame).
+    static bool key_id(const char* key, std::size_t len, std::uint32_t& id);
 
     avro::ColumnPaths columns_;
     std::shared_ptr<SchemaSource> schemas_;
     std::unique_ptr<avro::Program> inline_;  // an inline schema
     std::unique_ptr<avro::Schema> reader_;   // reader_schema (registry), nullptr: none
-    std::unordered_map<std::uint32_t, Compiled> by_id_;
+    std::unordered_map<std::uint32_t, Compiled> by_id_, key_by_id_;
+    RawRows key_rows_{1};
     std::string detail_;
 };
 

@@ -74,10 +74,20 @@ public:
     virtual DeadReason decode(const char* payload, std::size_t len, bool first, RawRows& rows,
                               std::size_t row, bool& skip) = 0;
     virtual const std::string& detail() const = 0;
-    // False while `payload` cannot be decoded yet: the writer schema its id names is still being
-    // fetched (SchemaSource::State::Pending). The worker then holds the record back, and every
-    // record after it, and asks again; it is no dead letter. Formats without schema ids: true.
-    virtual bool ready(const char* /*payload*/, std::size_t /*len*/) { return true; }
+    // False while the message cannot be decoded yet: the writer schema its payload's (or its
+    // key's) id names is still being fetched (SchemaSource::State::Pending). The worker then
+    // holds the record back, and every record after it, and asks again; it is no dead letter.
+    // Formats without schema ids: true.
+    virtual bool ready(const char* /*payload*/, std::size_t /*len*/, const char* /*key*/,
+                       std::size_t /*key_len*/) {
+        return true;
+    }
+    // A message key the format reads itself (a registry-framed Avro key): true with its text in
+    // `out` (`null`: the key's value is null, kafka_key NULL); false: the key is taken as it is.
+    virtual bool key_text(const char* /*key*/, std::size_t /*len*/, std::string& /*out*/,
+                          bool& /*null*/) {
+        return false;
+    }
 };
 
 // names and paths: the declared columns (paths: the JSON member paths; a CSV source's are

@@ -113,7 +113,9 @@ bool SourceWorker::consume(flow::RecordPath& path, int timeout_ms, core::Millis 
     const format::RecordFormat* f = path.row_format();
     std::function<bool(const kafka::Message&)> ready;
     if (f != nullptr && f->schemas)
-        ready = [&path](const kafka::Message& m) { return path.ready(m.payload, m.len); };
+        ready = [&path](const kafka::Message& m) {
+            return path.ready(m.payload, m.len, m.key, m.key_len);
+        };
     return consumer_->poll(
                kPollBatch, timeout_ms,
                [&](const kafka::Message& m) {
