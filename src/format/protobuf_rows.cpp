@@ -271,11 +271,9 @@ void check_proto_columns(const ProtoOptions& proto,
 }
 
 std::unique_ptr<RowDecoder> make_proto_rows(const ProtoOptions& proto,
+                                            std::shared_ptr<SchemaSource> schemas,
                                             const std::vector<std::vector<std::string>>& paths) {
-    if (proto.message == nullptr)
-        throw Error(sqlstate::kFeatureNotSupported,
-                    "format 'protobuf' reads no schema registry yet",
-                    "Give the descriptor set inline (format option \"descriptor\").");
+    if (proto.registry()) return make_proto_registry_rows(proto, std::move(schemas), paths);
     return std::make_unique<ProtoRows>(proto, paths);
 }
 

@@ -153,7 +153,8 @@ bool split_confluent_proto(std::string_view message, ConfluentProto& out, std::s
 
 // format 'protobuf' (README "Formats", Protobuf): the options of a source, checked once
 // (parse_proto_options) and read by its decoder (make_proto_rows). Records are bare message
-// bodies of `message`, described by the inline `descriptor`.
+// bodies of `message`, described by the inline `descriptor`, or Confluent frames whose schemas
+// a registry holds.
 struct ProtoOptions {
     std::shared_ptr<const ProtoSchema> schema;  // "descriptor": a base64 FileDescriptorSet
     const ProtoMessage* message = nullptr;      // "message": in schema (inline)
@@ -167,6 +168,7 @@ struct ProtoOptions {
 
 struct FormatOption;  // row_decoder.hpp
 class RowDecoder;
+class SchemaSource;  // schema_source.hpp
 
 // Throws stoatflow::Error 22023 naming what is wrong: an unknown option, a descriptor that is
 // not base64 or not a FileDescriptorSet, a message the set does not declare.
@@ -182,7 +184,13 @@ std::string proto_text_column_list(const ProtoOptions& proto, const std::string&
 void check_proto_columns(const ProtoOptions& proto,
                          const std::vector<std::vector<std::string>>& paths,
                          const std::vector<std::string>& names);
+// The decoder: an inline descriptor's (bare bodies), or a registry's (Confluent frames, their
+// schemas by id from `schemas`: protobuf_registry.cpp).
 std::unique_ptr<RowDecoder> make_proto_rows(const ProtoOptions& proto,
+                                            std::shared_ptr<SchemaSource> schemas,
                                             const std::vector<std::vector<std::string>>& paths);
+std::unique_ptr<RowDecoder>
+make_proto_registry_rows(const ProtoOptions& proto, std::shared_ptr<SchemaSource> schemas,
+                         const std::vector<std::vector<std::string>>& paths);
 
 }  // namespace stoatflow::format

@@ -4,8 +4,11 @@
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/metadata_columns.hpp"
+#include "stoatflow/format/avro.hpp"
+#include "stoatflow/format/avro_rows.hpp"
 #include "stoatflow/format/row_decoder.hpp"
 #include "stoatflow/kafka/topics.hpp"
+#include "stoatflow/registry/client.hpp"
 
 #include <optional>
 #include <string>
@@ -104,6 +107,80 @@ format::RecordFormat check_format_options(const OptText& options, const std::str
     return format::parse_record_format(format, read_format_options(*options));
 }
 
+// Declaration-time reads of the registry are bounded (README "Formats": the declaration fails
+// clearly when the registry cannot answer).
+constexpr long kDeclareRegistryTimeoutMs = 5000;
+
+// The latest version of subject <first topic>-value, a source's columns when it has none
+// (README "Formats"), of the format's schema type ("AVRO", "PROTOBUF").
+registry::Schema latest_value_schema(const format::RecordFormat& f, const std::string& topic,
+                                     bool internal_ok, const std::string& type) {
+    registry::Endpoint e;
+    e.url = f.registry_url();
+    e.user = f.registry_user();
+    e.password = f.registry_password();
+    e.timeout_ms = kDeclareRegistryTimeoutMs;
+    e.internal_ok = internal_ok;
+    const std::string subject = topic + "-value";
+    registry::Fetched got;
+    try {
+        registry::Client client(std::move(e));
+        got = client.latest(subject);
+    } catch (const registry::BadRegistryUrl&) {
+        check_registry_url(f.registry_url());  // says what is wrong
+        throw;
+    }
+    if (got.outcome == registry::Outcome::NotFound)
+        throw Error(sqlstate::kUndefinedObject,
+                    "the schema registry has no subject \"" + subject + "\"",
+                    "Register the topic's value schema first, or declare the columns (then "
+                    "records are read by their writer schemas' ids alone).");
+    if (got.outcome != registry::Outcome::Found)
+        throw Error(sqlstate::kConnectionFailure,
+                    "cannot read the columns from the schema registry: " + got.detail,
+                    "A source without columns takes them from subject \"" + subject +
+                        "\" when it is declared; check the registry, or declare the columns.");
+    if (got.schema.type != type)
+        bad("subject \"" + subject + "\" holds a " + got.schema.type + " schema, not " +
+                (type == "AVRO" ? "Avro" : "Protobuf"),
+            "Use the format of the subject's schema.");
+    return got.schema;
+}
+
+// A protobuf source with a registry and no columns (README "Formats", Protobuf): the fields of
+// the latest version's message ("message", or its first). A schema that imports others
+// (registry references) is not read yet.
+std::string proto_registry_columns(const format::RecordFormat& f, const std::string& topic,
+                                   bool internal_ok) {
+    const registry::Schema latest = latest_value_schema(f, topic, internal_ok, "PROTOBUF");
+    if (!latest.references.empty())
+        throw Error(sqlstate::kFeatureNotSupported,
+                    "subject \"" + topic +
+                        "-value\" references other schemas, which format "
+                        "'protobuf' does not read yet",
+                    "Declare the columns; records of such a schema are bad_protobuf.");
+    return format::proto_text_column_list(f.proto, latest.text);
+}
+
+// An Avro source without columns (README "Formats", Avro): the columns are the writer schema's
+// top-level fields — the inline schema's, or with a registry the reader_schema given or the
+// latest version of subject <first topic>-value, which is then stored as the reader_schema
+// (later versions resolve against it). `options` (format_options as stored) may gain it.
+std::string avro_columns(const format::RecordFormat& f, const std::string& topic, bool internal_ok,
+                         std::string& options) {
+    if (!f.uses_registry())
+        return format::avro_column_list(format::avro::Schema::parse(f.avro.schema));
+    if (!f.avro.reader_schema.empty())
+        return format::avro_column_list(format::avro::Schema::parse(f.avro.reader_schema));
+    const registry::Schema latest = latest_value_schema(f, topic, internal_ok, "AVRO");
+    const std::string columns = format::avro_column_list(format::avro::Schema::parse(latest.text));
+    spi_exec("SELECT ($1::jsonb OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object("
+             "'reader_schema', $2::jsonb))::text",
+             {arg_text(options), arg_text(latest.text)});
+    options = *spi_text(0, 1);
+    return columns;
+}
+
 // The column list of a source: the declared one, checked against the format's schema if it
 // has one (protobuf: every PATH names fields of the message), or the one the schema gives when
 // `columns` is omitted (README "Formats"); NULL for 0.1's field paths.
@@ -168,7 +245,16 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
     check_kafka_options(r.brokers, r.kafka_options);
     const format::RecordFormat record_format = check_format_options(r.format_options, *r.format);
     if (format_kind == format::FormatKind::Csv) check_csv_columns(r.columns);
-    const OptText column_list = source_columns(r.columns, record_format);
+    OptText column_list = r.columns;
+    std::string format_options = *r.format_options;
+    const bool internal_ok =
+        record_format.uses_registry() && check_registry_url(record_format.registry_url());
+    if (format_kind == format::FormatKind::Avro && !column_list)
+        column_list = avro_columns(record_format, topics.front(), internal_ok, format_options);
+    if (record_format.uses_registry() && format_kind == format::FormatKind::Protobuf &&
+        !column_list)
+        column_list = proto_registry_columns(record_format, topics.front(), internal_ok);
+    column_list = source_columns(column_list, record_format);
 
     OptText columns, key = r.key, event_time = r.event_time;
     if (column_list) {
@@ -200,7 +286,7 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
               arg_opt_text(key), arg_opt_text(event_time), arg_opt_int64(ooo_ms),
               arg_opt_int64(idle_ms), arg_text(start_offset), arg_text(*r.kafka_options),
               arg_int64(caller), arg_opt_int64(future_ms), arg_opt_text(columns),
-              arg_text(*r.format_options),
+              arg_text(format_options),
               SpiArg{TEXTARRAYOID, make_array(topic_elems, {}, TEXTOID)}});
     spi_exec("SELECT stoatflow._create_source_view($1, $2::bigint::oid::regrole)",
              {arg_text(name), arg_int64(caller)});
