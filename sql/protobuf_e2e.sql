@@ -162,6 +162,64 @@ SELECT stoatflow.drop_source('proto_all', "cascade" => true);
 RESET client_min_messages;
 DROP TABLE proto_all_1h;
 
+-- With a schema registry: the .proto text registered as a PROTOBUF schema (read by stoatflow's
+-- own parser), records framed with its id and message indexes (short and long form in turn);
+-- the columns from the subject's latest version; an unknown id (bad_schema_id), a wrong magic
+-- byte, indexes the schema does not have and a body cut short (bad_protobuf).
+\! rm -rf pbreg && mkdir pbreg
+\! /usr/bin/python3 registry/mini_registry.py serve pbreg >/dev/null 2>&1 &
+\! for i in $(seq 100); do [ -f pbreg/url ] && break; sleep 0.1; done
+\set reg_url `cat pbreg/url`
+CREATE TABLE pb_framed (pos numeric, line text);
+INSERT INTO pb_framed SELECT pos, line FROM pb_ev_json WHERE part = 0;
+INSERT INTO pb_framed VALUES
+  (20.5, '{"hex": "00000003e700"}'),            -- schema id 999: the registry does not know it
+  (40.5, '{"hex": "0100000001000a04686f6d65"}'),  -- magic byte 1
+  (60.5, '{"hex": "0000000001020a"}'),          -- indexes [5]
+  (80.5, '{"hex": "0000000001000a09686f"}');    -- page's length past the end
+\pset format unaligned
+\pset tuples_only on
+SELECT line FROM pb_framed ORDER BY pos
+\g | /usr/bin/python3 protobuf_produce.py produce e2e_proto_reg 0 --registry pbreg --subject e2e_proto_reg-value
+\pset format aligned
+\pset tuples_only off
+BEGIN;
+SELECT stoatflow.create_source('proto_reg', 'e2e_proto_reg', :'brokers', format => 'protobuf',
+    format_options => jsonb_build_object('schema_registry_url', :'reg_url'),
+    key => 'page', event_time => 'ts', max_out_of_orderness => '0');
+SELECT stoatflow.create_aggregation('proto_reg_5m', 'proto_reg', stoatflow.tumbling('5 minutes'),
+    'count(*) AS n, sum(amount_cents) AS cents, count(qty) AS with_qty, max(big) AS big',
+    'proto_reg_5m');
+COMMIT;
+-- The same columns as from the inline descriptor.
+SELECT string_agg(c->>'name' || ' ' || (c->>'type'), ', ') AS columns
+  FROM stoatflow.source, jsonb_array_elements(columns) c WHERE source_name = 'proto_reg';
+SELECT stoatflow.wait_caught_up('proto_reg', '60 seconds');
+SELECT count(*) AS closed_windows, sum(n) AS records FROM proto_reg_5m WHERE final;
+SELECT 'sink only' AS side, * FROM (
+  SELECT key, window_start, n, cents, with_qty, big FROM proto_reg_5m WHERE final
+  EXCEPT
+  SELECT page, to_timestamp(floor(extract(epoch FROM ts) / 300) * 300), count(*),
+         sum(amount_cents), count(qty), max(big)
+    FROM pb_ev WHERE part = 0 GROUP BY 1, 2) d
+UNION ALL
+SELECT 'oracle only', * FROM (
+  SELECT page, to_timestamp(floor(extract(epoch FROM ts) / 300) * 300) AS w, count(*),
+         sum(amount_cents), count(qty), max(big)
+    FROM pb_ev WHERE part = 0 AND ts < '2026-11-30 09:55:00+00' GROUP BY 1, 2
+  EXCEPT SELECT key, window_start, n, cents, with_qty, big FROM proto_reg_5m WHERE final) d;
+SELECT partition, "offset", reason, replace(detail, :'reg_url', '<registry>') AS detail
+  FROM stoatflow.dead_letters WHERE source_name = 'proto_reg' ORDER BY 1, 2;
+SET client_min_messages = warning;
+SELECT stoatflow.drop_source('proto_reg', "cascade" => true);
+RESET client_min_messages;
+DROP TABLE proto_reg_5m, pb_framed;
+-- Without columns, a subject the registry does not have is refused at declaration.
+SELECT stoatflow.create_source('x', 'e2e_nosuch', :'brokers', format => 'protobuf',
+    format_options => jsonb_build_object('schema_registry_url', :'reg_url'));
+\echo :LAST_ERROR_SQLSTATE
+\! kill $(cat pbreg/pid)
+
 -- Declaration errors.
 SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf');
 \echo :LAST_ERROR_SQLSTATE

@@ -8,6 +8,11 @@ that is not its own.
     protobuf_produce.py descriptor legacy      the same of LEGACY (a proto2 group)
     protobuf_produce.py produce TOPIC PART     JSON lines on stdin, one message each, put on
                                                TOPIC's partition PART with kcat ($KAFKA_BROKERS)
+        [--registry DIR --subject S]           PROTO registered (PROTOBUF, .proto text) in the
+                                               test registry's DIR (test/registry/
+                                               mini_registry.py) and each message framed:
+                                               magic byte, its id, message indexes (PageView:
+                                               the short form 0 and the long form 1, 0 in turn)
 
 A line is an e2e.PageView in proto3's JSON mapping (json_format.ParseDict: a Timestamp as RFC
 3339 text, an enum by name, absent members absent), with "deep": N for geo.region nested N
@@ -90,10 +95,22 @@ def main():
         print(base64.b64encode(descriptor_set(LEGACY if legacy else PROTO)).decode())
         return
     desc = descriptor_set()
-    if len(sys.argv) != 4 or sys.argv[1] != "produce":
+    args = sys.argv[1:]
+    registry = subject = None
+    if len(args) == 7 and args[3] == "--registry" and args[5] == "--subject":
+        registry, subject = args[4], args[6]
+        args = args[:3]
+    if len(args) != 3 or args[0] != "produce":
         sys.exit(__doc__)
-    topic, part = sys.argv[2], sys.argv[3]
+    topic, part = args[1], args[2]
     PageView = page_view_class(desc)
+    frame = None
+    if registry:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "registry"))
+        import mini_registry
+        schema_id = mini_registry.register(registry, subject, PROTO, "PROTOBUF")
+        forms = [b"\x00", b"\x02\x00"]  # indexes [0]: one 0 byte, or count 1 and index 0
+        frame = lambda n, body: b"\x00" + schema_id.to_bytes(4, "big") + forms[n % 2] + body
     with tempfile.TemporaryDirectory() as tmp:
         files = []
         for line in sys.stdin:
@@ -110,6 +127,8 @@ def main():
                     g.country = "d%d" % i
                     g = g.region
                 body = m.SerializeToString()
+                if frame:
+                    body = frame(len(files), body)
             files.append(os.path.join(tmp, "%06d" % len(files)))
             with open(files[-1], "wb") as f:
                 f.write(body)
