@@ -8,7 +8,8 @@
 -- schema versions read through the subject's latest (the reader schema stored at declaration),
 -- an unknown id (bad_schema_id), a wrong magic byte (bad_avro); then the registry answering 500
 -- while a new schema id arrives: status 'error' naming the registry, nothing dead-lettered, and
--- the exact result once it answers again. Last, the declaration errors.
+-- then slower than the client's timeout, and the exact result once it answers again; nested
+-- records through PATH; Avro-encoded keys. Last, the declaration errors.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stoatflow;
 RESET client_min_messages;
@@ -178,6 +179,20 @@ BEGIN
 END $$;
 SELECT status, last_error LIKE '%' || :'reg_url' || '%' AS names_registry,
        last_error LIKE '%500%' AS says_500, last_error LIKE '%Secret%' AS shows_password
+  FROM stoatflow.sources WHERE source_name = 'reg';
+SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'reg';
+-- Slower than the client's timeout (10 s): the same, the error saying so.
+\! /usr/bin/python3 registry/mini_registry.py mode reg slow
+DO $$
+BEGIN
+    FOR i IN 1..400 LOOP
+        EXIT WHEN (SELECT last_error FROM stoatflow.sources WHERE source_name = 'reg')
+                  LIKE '%timed out%';
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END $$;
+SELECT status, last_error LIKE '%' || :'reg_url' || '%' AS names_registry,
+       last_error LIKE '%timed out%' AS says_timed_out
   FROM stoatflow.sources WHERE source_name = 'reg';
 SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'reg';
 -- It answers again: the held records are read (the cache retries with backoff), exactly.
