@@ -259,6 +259,10 @@ SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf
 SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
     format_options => :'opts', columns => 'p text PATH ''$.page.x''');
 \echo :LAST_ERROR_SQLSTATE
+-- The registry URL rules are the registry's, for protobuf as for avro (README "Security").
+SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
+    format_options => '{"schema_registry_url": "file:///etc/passwd"}', columns => 'page text');
+\echo :LAST_ERROR_SQLSTATE
 \set legacy `/usr/bin/python3 protobuf_produce.py descriptor legacy`
 SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
     format_options => jsonb_build_object('descriptor', :'legacy', 'message', 'legacy.Old'));
