@@ -53,16 +53,24 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
         std::set<std::string> seen;
         for (const auto& a : aggs)
             for (const auto& s : a.aggregates)
-                if (!s.field.empty() && seen.insert(s.field).second)
+                if (a.upstream_id == 0 && !s.field.empty() && seen.insert(s.field).second)
                     cfg.decoder.value_paths.push_back(s.field);
     }
     cfg.max_out_of_orderness = src.max_out_of_orderness;
     cfg.idle_timeout = src.idle_timeout;
     for (std::size_t i = 0; i < aggs.size(); ++i) {
         const AggregationDef& a = aggs[i];
+        // A roll-up's upstream by its index (README "Roll-ups"); the list is ordered by id, so
+        // an upstream comes first.
+        int upstream = -1;
+        for (std::size_t u = 0; u < i && a.upstream_id != 0; ++u)
+            if (aggs[u].id == a.upstream_id) upstream = static_cast<int>(u);
+        if (a.upstream_id != 0 && upstream < 0)
+            throw Error(sqlstate::kDataCorrupted,
+                        "roll-up \"" + a.name + "\" is run without its upstream aggregation");
         cfg.aggregations.push_back(
             {a.name, a.spec, a.aggregates, a.emit, a.retention, a.segment_interval,
-             exec != nullptr ? exec->external[i] : nullptr, a.committed_emit});
+             exec != nullptr ? exec->external[i] : nullptr, a.committed_emit, upstream});
     }
     return cfg;
 }
@@ -79,7 +87,9 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
             source_.event_time_path.empty() ? "kafka_timestamp" : source_.event_time_path;
         for (const auto& a : aggregations)
             for (const auto& s : a.aggregates) {
-                const int c = s.field.empty() ? -1 : row_->type().index_of(s.field);
+                // A roll-up's fields name its upstream's columns (README "Roll-ups").
+                const int c =
+                    s.field.empty() || a.upstream_id != 0 ? -1 : row_->type().index_of(s.field);
                 if (c >= 0 && std::find(value_columns_.begin(), value_columns_.end(), c) ==
                                   value_columns_.end())
                     value_columns_.push_back(c);
@@ -109,10 +119,22 @@ core::Millis committed_watermark(std::int32_t aggregation_id) {
                  "stoatflow.source_progress p ON p.source_id OPERATOR(pg_catalog.=) a.source_id "
                  "LEFT JOIN stoatflow.backfill b ON b.aggregation_id OPERATOR(pg_catalog.=) "
                  "a.aggregation_id WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
-                 {arg_int32(aggregation_id)}) > 0 &&
-        !spi_isnull(0, 1))
-        return *spi_int64(0, 1);
-    return core::kNoTime;
+                 {arg_int32(aggregation_id)}) == 0 ||
+        spi_isnull(0, 1))
+        return core::kNoTime;
+    core::Millis w = *spi_int64(0, 1);
+    // A roll-up's watermark trails its upstream's by the upstream's size + grace (README
+    // "Roll-ups"), along the chain.
+    for (std::int32_t id = aggregation_id;
+         spi_exec("SELECT u.aggregation_id, u.size_ms OPERATOR(pg_catalog.+) u.grace_ms FROM "
+                  "stoatflow.aggregation a JOIN stoatflow.aggregation u ON u.aggregation_id "
+                  "OPERATOR(pg_catalog.=) a.upstream_id WHERE a.aggregation_id "
+                  "OPERATOR(pg_catalog.=) $1",
+                  {arg_int32(id)}) > 0;) {
+        id = static_cast<std::int32_t>(*spi_int64(0, 1));
+        w -= *spi_int64(0, 2);
+    }
+    return w;
 }
 
 void CommitCycle::restore() {
@@ -198,11 +220,12 @@ void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& s
     counts.sink_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
     // Everything closed by W was emitted in this same commit, so the emit frontier is W under
     // both strategies; expiry runs behind it.
-    const core::Millis frontier = snap.watermark;
+    // (A roll-up's watermark is its own: README "Roll-ups".)
+    const core::Millis frontier = a.watermark;
     agg.segments.expire(frontier);
     // What this state has closed, committed with it: a restore under another grace keeps it
     // closed (README "Altering an aggregation").
-    const core::Millis closed = path_.engine_spec(i).closed_frontier(snap.watermark);
+    const core::Millis closed = path_.engine_spec(i).closed_frontier(a.watermark);
     const auto& st = a.stats;
     bool closed_some = false;
     for (const auto& u : out.upserts) closed_some |= u.final;
