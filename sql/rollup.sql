@@ -1,0 +1,157 @@
+-- README "Roll-ups", through Kafka: an aggregation whose source is a tumbling aggregation reads
+-- that aggregation's closed windows, in the commit that makes them final. 1 minute -> 1 hour and
+-- the chain 1 minute -> 10 minutes -> 1 hour equal the direct 10-minute and 1-hour aggregations
+-- row for row (EXCEPT both ways empty), with records out of order within grace, records late
+-- beyond every grace, malformed records and a hostile key. Refused: a session upstream, windows
+-- that are no whole number of upstream windows, avg and count, an average column, an unknown
+-- column, a session roll-up, filter, start_from, an upstream still backfilling, a caller who may
+-- not read the upstream; an upstream with roll-ups cannot be dropped.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS stoatflow;
+RESET client_min_messages;
+\set SHOW_CONTEXT never
+\getenv brokers KAFKA_BROKERS
+SET timezone = 'UTC';
+
+-- 1,600 records from 10:00 (one every 7 s: 3 h 6 min), then one at 16:00 that closes them all.
+-- (test/rollup/events.py, copied beside the tests by test/pg_regress.sh)
+\! python3 events.py 0 1600 | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
+\! echo '{"user": "end", "ts": 1796054400000, "amount": 0}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
+
+SELECT stoatflow.create_source('ru', 'e2e_rollup', :'brokers', key => 'user', event_time => 'ts',
+    max_out_of_orderness => '0');
+BEGIN;
+SELECT stoatflow.create_aggregation('ru_m1', 'ru', stoatflow.tumbling('1 minute', '30 seconds'),
+    'count(*), sum(amount), min(amount), max(amount), avg(amount)', 'ru_m1',
+    emit => 'on_window_close');
+SELECT stoatflow.create_aggregation('ru_m10', 'ru', stoatflow.tumbling('10 minutes', '30 seconds'),
+    'count(*), sum(amount), min(amount), max(amount)', 'ru_m10');
+SELECT stoatflow.create_aggregation('ru_h1', 'ru', stoatflow.tumbling('1 hour', '30 seconds'),
+    'count(*), sum(amount), min(amount), max(amount)', 'ru_h1');
+-- the roll-ups: 1 minute -> 1 hour, and the chain 1 minute -> 10 minutes -> 1 hour
+SELECT stoatflow.create_aggregation('ru_h1_of_m1', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'sum(count) AS count, sum(sum_amount) AS sum_amount, min(min_amount) AS min_amount, '
+    'max(max_amount) AS max_amount', 'ru_h1_of_m1');
+SELECT stoatflow.create_aggregation('ru_m10_of_m1', 'ru_m1', stoatflow.tumbling('10 minutes'),
+    'sum(count) AS count, sum(sum_amount) AS sum_amount, min(min_amount) AS min_amount, '
+    'max(max_amount) AS max_amount', 'ru_m10_of_m1', emit => 'on_window_close');
+SELECT stoatflow.create_aggregation('ru_h1_of_m10', 'ru_m10_of_m1', stoatflow.tumbling('1 hour'),
+    'sum(count) AS count, sum(sum_amount) AS sum_amount, min(min_amount) AS min_amount, '
+    'max(max_amount) AS max_amount', 'ru_h1_of_m10');
+COMMIT;
+SELECT stoatflow.wait_caught_up('ru', '60 seconds');
+
+-- The direct aggregations: 3 full hours and one started (10:00 .. 13:06), 4 keys and the hostile
+-- one; late records dropped by the minute and the hour alike; the malformed ones dead letters.
+SELECT count(*) AS final_hours, count(DISTINCT key) AS keys, sum(count) AS records
+  FROM ru_h1 WHERE final AND key <> 'end';
+SELECT aggregation_name, records_in, dropped_late_window FROM stoatflow.stats
+ WHERE source_name = 'ru' ORDER BY aggregation_name;
+SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'ru';
+SELECT DISTINCT key FROM ru_h1_of_m10 WHERE key NOT IN ('k0', 'k1', 'k2', 'k3') ORDER BY 1;
+
+-- 1 minute -> 1 hour equals the direct hour, row for row (both ways empty).
+CREATE VIEW ru_direct_h AS SELECT key, window_start, window_end, count, sum_amount, min_amount,
+    max_amount FROM ru_h1 WHERE final;
+SELECT count(*) FROM ru_direct_h;
+SELECT * FROM ru_direct_h EXCEPT SELECT key, window_start, window_end, count, sum_amount,
+    min_amount, max_amount FROM ru_h1_of_m1 WHERE final;
+SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount
+  FROM ru_h1_of_m1 WHERE final EXCEPT SELECT * FROM ru_direct_h;
+-- the chain of three equals it too, and its middle the direct 10 minutes
+SELECT * FROM ru_direct_h EXCEPT SELECT key, window_start, window_end, count, sum_amount,
+    min_amount, max_amount FROM ru_h1_of_m10 WHERE final;
+SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount
+  FROM ru_h1_of_m10 WHERE final EXCEPT SELECT * FROM ru_direct_h;
+SELECT count(*) FROM ru_m10 WHERE final;
+(SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount FROM ru_m10
+  WHERE final EXCEPT SELECT key, window_start, window_end, count, sum_amount, min_amount,
+  max_amount FROM ru_m10_of_m1)
+UNION ALL
+(SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount FROM ru_m10_of_m1
+  EXCEPT SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount FROM ru_m10
+  WHERE final);
+-- A roll-up writes a window once it is final: on_window_close leaves no open row, and the
+-- roll-up's hour 16:00 (fed nothing yet: the upstream's 16:00 minute is still open) is absent.
+SELECT count(*) FILTER (WHERE NOT final) AS open_rows FROM ru_m10_of_m1;
+SELECT count(*) FROM ru_h1_of_m1 WHERE key = 'end';
+-- the sink's types: sums of counts are numeric, min and max double precision
+SELECT column_name, data_type FROM information_schema.columns
+ WHERE table_name = 'ru_h1_of_m1' ORDER BY ordinal_position;
+
+-- Refusals, each naming why.
+SELECT stoatflow.create_aggregation('ru_sess', 'ru', stoatflow.session('5 minutes'),
+    'count(*)', 'ru_sess');
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_sess', stoatflow.tumbling('1 hour'),
+    'sum(count)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m10', stoatflow.tumbling('15 minutes'),
+    'sum(count)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m10', stoatflow.hopping('1 hour', '5 minutes'),
+    'sum(count)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'avg(sum_amount)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'max(avg_amount)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'count(*)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'sum(amount)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.session('1 hour'),
+    'sum(count)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'sum(count)', 'ru_bad', filter => 'count > 1');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'sum(count)', 'ru_bad', start_from => 'earliest');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.create_aggregation('ru_bad', 'no_such_thing', stoatflow.tumbling('1 hour'),
+    'sum(count)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+-- an upstream still backfilling (added to the running source in this transaction)
+BEGIN;
+SELECT stoatflow.create_aggregation('ru_late', 'ru', stoatflow.tumbling('1 minute'), 'count(*)',
+    'ru_late');
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_late', stoatflow.tumbling('1 hour'),
+    'sum(count)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+-- a role that may neither read the upstream's sink nor is its owner
+CREATE ROLE ru_other;
+GRANT EXECUTE ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text,
+    text, interval, text, text, text) TO ru_other;
+SET ROLE ru_other;
+\set VERBOSITY terse
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'sum(count)', 'ru_bad');
+\set VERBOSITY default
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+-- nothing of the refused ones was created
+SELECT count(*) FROM stoatflow.aggregation WHERE aggregation_name = 'ru_bad';
+SELECT to_regclass('ru_bad');
+
+-- An upstream with roll-ups is not dropped (the roll-ups named); without them it is.
+SELECT stoatflow.drop_aggregation('ru_m10_of_m1');
+\echo :LAST_ERROR_SQLSTATE
+SELECT stoatflow.drop_aggregation('ru_h1_of_m10');
+SELECT stoatflow.drop_aggregation('ru_m10_of_m1');
+SELECT aggregation_name FROM stoatflow.aggregation a JOIN stoatflow.source s USING (source_id)
+ WHERE s.source_name = 'ru' ORDER BY 1;
+-- drop_source with cascade takes the rest, roll-ups and upstreams in one transaction
+SET client_min_messages = warning;
+SELECT stoatflow.drop_source('ru', "cascade" => true);
+RESET client_min_messages;
+SELECT count(*) FROM stoatflow.aggregation WHERE aggregation_name LIKE 'ru\_%';
+DROP VIEW ru_direct_h;
+DROP TABLE ru_m1, ru_m10, ru_h1, ru_h1_of_m1, ru_m10_of_m1, ru_h1_of_m10, ru_sess;
+REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text,
+    text, interval, text, text, text) FROM ru_other;
+DROP ROLE ru_other;
