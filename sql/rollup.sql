@@ -134,6 +134,11 @@ SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hou
 \set VERBOSITY default
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+-- the grace of an upstream may be raised, not lowered (its roll-ups' watermark would pass
+-- windows not yet delivered to them)
+SELECT stoatflow.alter_aggregation('ru_m1', grace => '10 seconds');
+\echo :LAST_ERROR_SQLSTATE
+SELECT grace_ms FROM stoatflow.aggregation WHERE aggregation_name = 'ru_m1';
 -- nothing of the refused ones was created
 SELECT count(*) FROM stoatflow.aggregation WHERE aggregation_name = 'ru_bad';
 SELECT to_regclass('ru_bad');
