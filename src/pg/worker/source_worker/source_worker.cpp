@@ -156,11 +156,11 @@ SourceWorker::Start SourceWorker::start() {
                 src.reset();  // joined or dropped: this worker is done
                 return;
             }
-            // A roll-up runs where its upstream runs (README "Roll-ups"; ordered by id, an
-            // upstream comes first).
+            // A roll-up runs where its upstream runs, in the source's worker (README "Roll-ups":
+            // a backfilling aggregation has none; ordered by id, an upstream comes first).
             std::set<std::int32_t> kept;
             for (auto& a : load_aggregations(source_id_))
-                if (a.upstream_id != 0 ? kept.count(a.upstream_id) != 0
+                if (a.upstream_id != 0 ? backfill_ == 0 && kept.count(a.upstream_id) != 0
                     : backfill_ != 0   ? a.id == backfill_
                                        : !backfilling.count(a.id)) {
                     kept.insert(a.id);
