@@ -134,6 +134,19 @@ SELECT stoatflow.create_aggregation('ru_bad', 'ru_m1', stoatflow.tumbling('1 hou
 \set VERBOSITY default
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+-- an upstream run by PostgreSQL's executor (an expression): its states are no built-in cells
+SELECT stoatflow.create_source('ru_cols', 'e2e_rollup', :'brokers',
+    columns => 'user text, ts bigint, amount integer', key => 'user',
+    event_time => 'to_timestamp(ts / 1000.0)');
+SELECT stoatflow.create_aggregation('ru_x', 'ru_cols', stoatflow.tumbling('1 minute'),
+    'sum(amount * 2) AS twice', 'ru_x');
+SELECT stoatflow.create_aggregation('ru_bad', 'ru_x', stoatflow.tumbling('1 hour'),
+    'sum(twice)', 'ru_bad');
+\echo :LAST_ERROR_SQLSTATE
+SET client_min_messages = warning;
+SELECT stoatflow.drop_source('ru_cols', "cascade" => true);
+RESET client_min_messages;
+DROP TABLE ru_x;
 -- the grace of an upstream may be raised, not lowered (its roll-ups' watermark would pass
 -- windows not yet delivered to them)
 SELECT stoatflow.alter_aggregation('ru_m1', grace => '10 seconds');
