@@ -2,7 +2,8 @@
 -- that aggregation's closed windows, in the commit that makes them final. 1 minute -> 1 hour and
 -- the chain 1 minute -> 10 minutes -> 1 hour equal the direct 10-minute and 1-hour aggregations
 -- row for row (EXCEPT both ways empty), with records out of order within grace, records late
--- beyond every grace, malformed records and a hostile key. Refused: a session upstream, windows
+-- beyond every grace, malformed records and a hostile key; a roll-up added to a running upstream
+-- starts from its sink. Refused: a session upstream, windows
 -- that are no whole number of upstream windows, avg and count, an average column, an unknown
 -- column, a session roll-up, filter, start_from, an upstream still backfilling, a caller who may
 -- not read the upstream; an upstream with roll-ups cannot be dropped.
@@ -78,6 +79,29 @@ SELECT count(*) FROM ru_h1_of_m1 WHERE key = 'end';
 -- the sink's types: sums of counts are numeric, min and max double precision
 SELECT column_name, data_type FROM information_schema.columns
  WHERE table_name = 'ru_h1_of_m1' ORDER BY ordinal_position;
+
+-- A roll-up added to a running upstream starts from the upstream's sink: the final minutes of
+-- the hour still open when it was created, then the minutes closing after. 16:01 .. 16:40 first,
+-- the roll-up, then 16:40 .. 16:59 and a record at 19:00 that closes the hour.
+\! python3 -c "import json;[print(json.dumps({'user':'k%d'%(i%4),'ts':1796054460000+i*12000,'amount':i})) for i in range(200)]" | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
+SELECT stoatflow.wait_caught_up('ru', '60 seconds');
+SELECT stoatflow.create_aggregation('ru_h1_later', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'sum(count) AS count, sum(sum_amount) AS sum_amount, min(min_amount) AS min_amount, '
+    'max(max_amount) AS max_amount', 'ru_h1_later');
+\! python3 -c "import json;[print(json.dumps({'user':'k%d'%(i%4),'ts':1796054460000+i*12000,'amount':i})) for i in range(200, 290)]" | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
+\! echo '{"user": "end", "ts": 1796065200000, "amount": 0}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
+SELECT stoatflow.wait_caught_up('ru', '60 seconds');
+-- the hour 16:00 equals the direct one; nothing of the hours closed before it existed
+SELECT key, window_start, count, sum_amount, min_amount, max_amount, final FROM ru_h1_later
+ ORDER BY 1, 2;
+SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount FROM ru_h1
+ WHERE final AND window_start >= '2026-11-30 16:00+00'
+EXCEPT SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount
+  FROM ru_h1_later WHERE final;
+SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount
+  FROM ru_h1_later WHERE final
+EXCEPT SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount FROM ru_h1
+ WHERE final;
 
 -- Refusals, each naming why.
 SELECT stoatflow.create_aggregation('ru_sess', 'ru', stoatflow.session('5 minutes'),
@@ -169,7 +193,7 @@ SELECT stoatflow.drop_source('ru', "cascade" => true);
 RESET client_min_messages;
 SELECT count(*) FROM stoatflow.aggregation WHERE aggregation_name LIKE 'ru\_%';
 DROP VIEW ru_direct_h;
-DROP TABLE ru_m1, ru_m10, ru_h1, ru_h1_of_m1, ru_m10_of_m1, ru_h1_of_m10, ru_sess;
+DROP TABLE ru_m1, ru_m10, ru_h1, ru_h1_of_m1, ru_m10_of_m1, ru_h1_of_m10, ru_sess, ru_h1_later;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text,
     text, interval, text, text, text) FROM ru_other;
 DROP ROLE ru_other;

@@ -80,6 +80,21 @@ void RecordPath::restore_window(std::size_t aggregation, const core::WindowState
     a.engine->restore(row, rollup_watermark(w_at_commit_, a.lag()));
 }
 
+bool RecordPath::seed_rollup(std::size_t aggregation, const std::string& key, core::Millis start,
+                             const std::vector<core::Value>& values) {
+    Aggregation& a = aggs_[aggregation];
+    if (!a.rollup || start % a.rollup->tile != 0 || values.size() != a.value_index.size())
+        return false;
+    const core::Millis w = rollup_watermark(w_at_commit_, a.lag());
+    // Final upstream windows start at or below the roll-up's watermark; those above it are
+    // still open upstream and come with their close.
+    if (w != core::kNoTime && start > w) return false;
+    const core::WindowSpec& spec = a.engine->spec();
+    if (spec.is_closed(core::floor_to(start, spec.advance) + spec.size, w)) return false;
+    a.engine->process(key, start, values.data(), w);
+    return true;
+}
+
 std::vector<std::pair<std::string, std::size_t>> RecordPath::aggregation_memory() const {
     std::vector<std::pair<std::string, std::size_t>> out;
     for (const auto& a : aggs_) out.emplace_back(a.name, a.engine->memory_bytes());

@@ -164,6 +164,12 @@ public:
         next_offsets_[tp] = next_offset;
     }
     void restore_window(std::size_t aggregation, const core::WindowStateRow& row);
+    // README "Roll-ups": a roll-up that never committed starts from its upstream's sink. One
+    // final upstream window (key, window_start, per roll-up aggregate the value it reads) is
+    // folded when the roll-up reads it (a tile) and a roll-up window holding it is still open;
+    // after restore_progress, before the first record. Returns whether it was folded.
+    bool seed_rollup(std::size_t aggregation, const std::string& key, core::Millis start,
+                     const std::vector<core::Value>& values);
 
     // The per-record path. Records are decoded and judged against the watermark at once, then
     // run through the engines in batches (drain(), also called by take_snapshot()).

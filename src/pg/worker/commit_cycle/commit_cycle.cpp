@@ -5,7 +5,9 @@
 #include "stoatflow/core/error.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -200,6 +202,80 @@ void CommitCycle::restore() {
             for (const auto& row : rows) path_.restore_window(i, row);
         });
     }
+    // README "Roll-ups": one added to a running upstream starts from the upstream's sink.
+    if (backfill_ == 0)
+        for (std::size_t i = 0; i < aggs_.size(); ++i)
+            if (aggs_[i].def.upstream_id != 0 &&
+                spi_exec("SELECT 1 FROM stoatflow.aggregation_progress p WHERE p.aggregation_id "
+                         "OPERATOR(pg_catalog.=) $1 AND p.last_commit_at IS NULL",
+                         {arg_int32(aggs_[i].def.id)}) > 0)
+                seed_rollup(i);
+}
+
+namespace {
+
+// A sink column's text as the value a roll-up aggregate folds (flow::rollup_value's rule): count
+// an integer, sum the exact integer when it is one, else (and min, max) the double.
+core::Value sink_value(core::AggFn upstream_fn, const std::optional<std::string>& text) {
+    if (!text) return core::Value::missing();
+    char* end = nullptr;
+    if (upstream_fn == core::AggFn::Count || upstream_fn == core::AggFn::CountStar ||
+        upstream_fn == core::AggFn::Sum) {
+        errno = 0;
+        const long long v = std::strtoll(text->c_str(), &end, 10);
+        if (errno == 0 && end != text->c_str() && *end == '\0') return core::Value::of_int(v);
+    }
+    return core::Value::of_double(std::strtod(text->c_str(), &end));
+}
+
+}  // namespace
+
+void CommitCycle::seed_rollup(std::size_t i) {
+    const AggregationDef& def = aggs_[i].def;
+    const Aggregation* up = nullptr;
+    for (const Aggregation& a : aggs_)
+        if (a.def.id == def.upstream_id) up = &a;
+    if (up == nullptr) return;
+    const core::Millis w = committed_watermark(def.id);
+    if (w == core::kNoTime) return;  // the source has not committed yet: nothing is final
+    // Only windows whose roll-up window can still be open (seed_rollup judges each exactly).
+    const core::Millis from = w - def.spec.size - def.spec.grace - def.spec.advance;
+    std::string cols;
+    std::vector<core::AggFn> fns;
+    for (const core::AggSpec& s : def.aggregates) {
+        cols += ", " + quote_ident(s.field) + "::pg_catalog.text";
+        core::AggFn fn = core::AggFn::Sum;
+        for (const core::AggSpec& u : up->def.aggregates)
+            if (u.column == s.field) fn = u.fn;
+        fns.push_back(fn);
+    }
+    const std::string sql =
+        "SELECT key::pg_catalog.text, (pg_catalog.date_part('epoch', window_start) "
+        "OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8" +
+        cols + " FROM " + quote_ident(up->def.sink_schema) + "." + quote_ident(up->def.sink_table) +
+        " WHERE final AND window_start OPERATOR(pg_catalog.>=) pg_catalog.to_timestamp($1 "
+        "OPERATOR(pg_catalog./) 1000.0) ORDER BY window_start, key";
+    std::int64_t seeded = 0;
+    const std::string error = try_in_subtransaction([&] {
+        run_as_owner(def.owner, [&] {
+            const auto n = spi_exec(sql, {arg_int64(from)});
+            std::vector<core::Value> values(fns.size());
+            for (std::uint64_t r = 0; r < n; ++r) {
+                for (std::size_t k = 0; k < fns.size(); ++k)
+                    values[k] = sink_value(fns[k], spi_text(r, static_cast<int>(k) + 3));
+                seeded +=
+                    path_.seed_rollup(i, spi_text(r, 1).value_or(""), *spi_int64(r, 2), values);
+            }
+        });
+    });
+    const std::string msg =
+        error.empty() ? "roll-up \"" + def.name + "\" starts with " + std::to_string(seeded) +
+                            " final windows of aggregation \"" + up->def.name + "\" from its sink"
+                      : "roll-up \"" + def.name +
+                            "\" starts without the final windows in the "
+                            "sink of aggregation \"" +
+                            up->def.name + "\": " + error;
+    pg_call([&] { elog(error.empty() ? LOG : WARNING, "stoatflow: %s", msg.c_str()); });
 }
 
 void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& snap,
