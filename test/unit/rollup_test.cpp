@@ -293,4 +293,64 @@ TEST(Rollup, AHoppingUpstreamIsReadByTheWindowsThatTileTime) {
     EXPECT_EQ(finals(out, kMin10Direct + 1), hour);
 }
 
+// A roll-up added to a running upstream (README "Roll-ups"): the path is rebuilt with it from
+// the committed state, and the upstream's final windows of that state seed it; its windows then
+// equal the direct aggregation's from the first one still open at the switch on (without the
+// seed, that first hour would lack the minutes closed before the switch).
+TEST(Rollup, ARollupAddedLaterStartsFromTheUpstreamsFinalWindows) {
+    RecordPathConfig before = config();
+    before.aggregations.resize(kHourDirect + 1);  // m1 and h1
+    RecordPathConfig after = before;
+    after.aggregations.push_back(agg("h1_later", WindowSpec::tumbling(kHour, 0), kRollup, kMin1));
+    const auto recs = records(9'000);
+    const std::size_t switch_at = 3'000;
+    Committed c;
+    std::vector<stoatflow::core::SinkRow> m1_finals;  // what the upstream's sink holds, final
+    Millis now = kBase;
+    {
+        RecordPath a(before);
+        for (std::size_t i = 0; i < switch_at; ++i) {
+            a.process(0, 0, recs[i].offset, recs[i].payload.data(), recs[i].payload.size(), nullptr,
+                      0, stoatflow::core::kNoTime, now);
+            if (i % 250 == 249 || i + 1 == switch_at) {
+                const CommitSnapshot snap = a.take_snapshot(now += 1'000);
+                for (const auto& r : snap.aggs[kMin1].out.upserts)
+                    if (r.final) m1_finals.push_back(r);
+                write(a, snap, c);
+            }
+        }
+    }
+    RecordPath b(after);
+    restore(b, c);
+    const auto& up = b.layout(kMin1);
+    std::size_t seeded = 0;
+    for (const auto& r : m1_finals) {
+        std::vector<stoatflow::core::Value> v;
+        for (std::size_t k = 0; k < kRollup.size(); ++k)
+            v.push_back(stoatflow::flow::rollup_value(up, k, r.cells[k]));
+        seeded += b.seed_rollup(kHourDirect + 1, r.key, r.start, v);
+    }
+    EXPECT_GT(seeded, 0u);
+    EXPECT_LT(seeded, m1_finals.size());  // minutes of hours closed before the switch: not seeded
+    for (std::size_t i = switch_at; i < recs.size(); ++i) {
+        b.process(0, 0, recs[i].offset, recs[i].payload.data(), recs[i].payload.size(), nullptr, 0,
+                  stoatflow::core::kNoTime, now);
+        if (i % 250 == 0) write(b, b.take_snapshot(now += 1'000), c);
+    }
+    const std::string far =
+        "{\"user\": \"end\", \"ts\": " + std::to_string(kBase + 86'400'000) + ", \"amount\": 0}";
+    b.process(0, 0, 99'999, far.data(), far.size(), nullptr, 0, stoatflow::core::kNoTime, now);
+    write(b, b.take_snapshot(now + 1'000), c);
+    const auto later = finals(c, kHourDirect + 1);
+    ASSERT_FALSE(later.empty());
+    const Millis first = later.begin()->first.second;
+    for (const auto& [k, v] : later) EXPECT_LE(first, k.second);
+    // The hour of the switch (1 h 25 min in) is the first one, and whole.
+    EXPECT_EQ(first, kBase + kHour);
+    auto direct = finals(c, kHourDirect);
+    for (auto it = direct.begin(); it != direct.end();)
+        it = it->first.second < first ? direct.erase(it) : std::next(it);
+    EXPECT_EQ(later, direct);
+}
+
 }  // namespace
