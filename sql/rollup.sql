@@ -13,6 +13,18 @@ RESET client_min_messages;
 \set SHOW_CONTEXT never
 \getenv brokers KAFKA_BROKERS
 SET timezone = 'UTC';
+-- An aggregation's first commit (its worker runs it, after a roll-up started from its sink).
+CREATE FUNCTION ru_committed(agg text, secs integer) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. secs * 10 LOOP
+        IF (SELECT p.last_commit_at IS NOT NULL FROM stoatflow.aggregation_progress p
+              JOIN stoatflow.aggregation a USING (aggregation_id) WHERE a.aggregation_name = agg) THEN
+            RETURN true;
+        END IF;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+    RETURN false;
+END $$;
 
 -- 1,600 records from 10:00 (one every 7 s: 3 h 6 min), then one at 16:00 that closes them all.
 -- (test/rollup/events.py, copied beside the tests by test/pg_regress.sh)
@@ -88,6 +100,7 @@ SELECT stoatflow.wait_caught_up('ru', '60 seconds');
 SELECT stoatflow.create_aggregation('ru_h1_later', 'ru_m1', stoatflow.tumbling('1 hour'),
     'sum(count) AS count, sum(sum_amount) AS sum_amount, min(min_amount) AS min_amount, '
     'max(max_amount) AS max_amount', 'ru_h1_later');
+SELECT ru_committed('ru_h1_later', 30);
 \! python3 -c "import json;[print(json.dumps({'user':'k%d'%(i%4),'ts':1796054460000+i*12000,'amount':i})) for i in range(200, 290)]" | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
 \! echo '{"user": "end", "ts": 1796065200000, "amount": 0}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
 SELECT stoatflow.wait_caught_up('ru', '60 seconds');
@@ -102,6 +115,21 @@ SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount
   FROM ru_h1_later WHERE final
 EXCEPT SELECT key, window_start, window_end, count, sum_amount, min_amount, max_amount FROM ru_h1
  WHERE final;
+-- Hostile: the upstream's sink changed by hand (a final row of its own, with a NULL count, a sum
+-- beyond bigint, NaN and Infinity) is read as it is, and nothing breaks.
+INSERT INTO ru_m1 (key, window_start, window_end, count, sum_amount, min_amount, max_amount,
+                   event_time, final)
+VALUES ('evil', '2026-11-30 18:00+00', '2026-11-30 18:01+00', NULL, 1e30, 'NaN', 'Infinity',
+        '2026-11-30 18:00+00', true);
+SELECT stoatflow.create_aggregation('ru_h1_evil', 'ru_m1', stoatflow.tumbling('1 hour'),
+    'sum(count) AS count, sum(sum_amount) AS sum_amount, min(min_amount) AS min_amount, '
+    'max(max_amount) AS max_amount', 'ru_h1_evil');
+SELECT ru_committed('ru_h1_evil', 30);
+\! echo '{"user": "end", "ts": 1796072400000, "amount": 0}' | kcat -P -q -b "$KAFKA_BROKERS" -t e2e_rollup -p 0 >/dev/null 2>&1
+SELECT stoatflow.wait_caught_up('ru', '60 seconds');
+SELECT key, window_start, count, sum_amount, min_amount, max_amount, final FROM ru_h1_evil
+ ORDER BY 1, 2;
+SELECT status FROM stoatflow.stats WHERE aggregation_name = 'ru_h1_evil';
 
 -- Refusals, each naming why.
 SELECT stoatflow.create_aggregation('ru_sess', 'ru', stoatflow.session('5 minutes'),
@@ -193,7 +221,8 @@ SELECT stoatflow.drop_source('ru', "cascade" => true);
 RESET client_min_messages;
 SELECT count(*) FROM stoatflow.aggregation WHERE aggregation_name LIKE 'ru\_%';
 DROP VIEW ru_direct_h;
-DROP TABLE ru_m1, ru_m10, ru_h1, ru_h1_of_m1, ru_m10_of_m1, ru_h1_of_m10, ru_sess, ru_h1_later;
+DROP FUNCTION ru_committed(text, integer);
+DROP TABLE ru_m1, ru_m10, ru_h1, ru_h1_of_m1, ru_m10_of_m1, ru_h1_of_m10, ru_sess, ru_h1_later, ru_h1_evil;
 REVOKE ALL ON FUNCTION stoatflow.create_aggregation(text, text, stoatflow."window", text, text,
     text, interval, text, text, text) FROM ru_other;
 DROP ROLE ru_other;
