@@ -21,6 +21,10 @@
 #                      (SINK_FUZZ_SECONDS, default 40; SINK_FUZZ_SEED to replay)
 #   backfill           aggregations added to a running source backfill, siblings stay fresh
 #   backfill_kill9     the same with kill -9 during the backfill and the hand-over
+#   registry_outage    the schema registry down, then 500, then slow under an Avro source: status
+#                      'error' naming it, nothing dead-lettered, exact after; a 404 is bad_schema_id
+#   formats_e2e        the same events as JSON, Avro (registry, two versions), Protobuf, CSV: four
+#                      identical sinks, each equal to the independent computation
 #   start_from         Apache Kafka only: start_from 'latest' and a timestamp, start_offset a timestamp
 #   broker_kill        Apache Kafka only: broker SIGKILL + restart, then SIGSTOP for 30 s
 #   topic_deleted      Apache Kafka only: the topic deleted under the running source
@@ -40,7 +44,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 broker_kill topic_deleted transactions start_from
+all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 registry_outage formats_e2e broker_kill topic_deleted transactions start_from
     partitions_added retention)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
@@ -73,7 +77,7 @@ kafka)
 esac
 export STOATFLOW_TEST_BROKER=$broker
 if ((!$#)) && [ "$broker" = mock ]; then
-    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9) # the rest need kafka
+    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9 registry_outage formats_e2e) # the rest need kafka
 fi
 
 passed=0
