@@ -42,6 +42,7 @@ REG_USER=stoat
 REG_PASSWORD=pw-$RANDOM-not-to-be-shown
 SUBJECT=$TOPIC-value
 registry_python >/dev/null || fail "python3-avro / python3-protobuf missing"
+DELIM=$(registry_delimiter) || fail "produce.py delimiter failed"
 
 # Writer schemas: v1 declared before the source; v2 promotes amount int -> long, drops note and
 # adds region with a default; v3 adds a nullable channel; v4 orders the fields differently.
@@ -85,7 +86,7 @@ produce_avro() {
         n=$(cat "${files[@]}" | wc -l)
         ((n > 0)) || continue
         registry_py produce.py avro "$@" "${files[@]}" >"$WORK/records.bin" || fail "produce.py avro failed"
-        timeout "$KCAT_TIMEOUT" registry_kcat_framed -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z lz4 \
+        timeout "$KCAT_TIMEOUT" kcat -P -D "$DELIM" -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -z lz4 \
             <"$WORK/records.bin" 2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce"; }
         if grep -qi "fail\|error" "$WORK/kcat.err"; then cat "$WORK/kcat.err" >&2; fail "kcat reported errors"; fi
         PRODUCED=$((PRODUCED + n))
@@ -190,7 +191,7 @@ grep -q '"auth":true' "$REGISTRY_LOG" && ! grep -q '"auth":false' "$REGISTRY_LOG
     fail "the worker asked the registry without its credentials"
 
 # 3. A 404 and hostile frames, on partition 0 after everything else.
-python3 - "$WORK/bad.bin" "$ID1" "$(registry_py produce.py delimiter)" <<'EOF'
+python3 - "$WORK/bad.bin" "$ID1" "$DELIM" <<'EOF'
 import struct, sys
 out, known, delim = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode().decode("unicode_escape").encode("latin-1")
 ok_body = b"\x0au0000\xd0\x0f\x02\x02v"  # user_id "u0000", ts 1000, amount 1, note "v"
@@ -206,7 +207,7 @@ with open(out, "wb") as f:
     for r in records:
         f.write(r + delim)
 EOF
-timeout "$KCAT_TIMEOUT" registry_kcat_framed -b "$KAFKA_BROKERS" -t "$TOPIC" -p 0 <"$WORK/bad.bin" 2>"$WORK/kcat.err" ||
+timeout "$KCAT_TIMEOUT" kcat -P -D "$DELIM" -b "$KAFKA_BROKERS" -t "$TOPIC" -p 0 <"$WORK/bad.bin" 2>"$WORK/kcat.err" ||
     { cat "$WORK/kcat.err" >&2; fail "kcat could not produce the bad records"; }
 bad_records=6
 PRODUCED=$((PRODUCED + bad_records))

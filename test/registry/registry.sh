@@ -9,8 +9,8 @@
 #       # control door), REGISTRY_LOG (its request log, JSON lines)
 #   fake_registry_mode normal|down|500|slow|slow:SECONDS
 #   id=$(fake_registry_register SUBJECT FILE [AVRO|PROTOBUF])   # through the control door
-#   registry_py produce.py ARGS... | registry_kcat_framed -b BROKERS -t TOPIC -p N
-#       # kcat -P with produce.py's record delimiter (binary bodies hold line breaks)
+#   registry_py produce.py ARGS... | kcat -P -D "$(registry_delimiter)" -b BROKERS -t TOPIC -p N
+#       # produce.py's record delimiter for kcat (binary bodies hold line breaks)
 #
 # REGISTRY_PYTHON: an interpreter with python3-avro and python3-protobuf (the first of python3,
 # /usr/bin/python3 that imports both; test/install_deps.sh installs them for Debian's).
@@ -47,11 +47,7 @@ registry_py() { # registry_py SCRIPT ARGS...: a script of test/registry with tha
     "$py" "$_registry_here/$script" "$@"
 }
 
-registry_kcat_framed() { # kcat -P ARGS..., records separated by produce.py's delimiter
-    local delim
-    delim=$(registry_py produce.py delimiter) || return 1
-    kcat -P -D "$delim" "$@"
-}
+registry_delimiter() { registry_py produce.py delimiter; } # the kcat -D argument
 
 fake_registry_start() {
     if [[ -n $REGISTRY_PID ]]; then
@@ -89,18 +85,18 @@ fake_registry_register() { # SUBJECT FILE [TYPE]: prints the id
 
 fake_registry_stop() {
     if [[ -n $REGISTRY_PID ]]; then
-        kill "$REGISTRY_PID" 2>/dev/null
+        kill "$REGISTRY_PID" 2>/dev/null || true
         local i
         for ((i = 0; i < 50; i++)); do
             kill -0 "$REGISTRY_PID" 2>/dev/null || break
             sleep 0.1
         done
-        kill -9 "$REGISTRY_PID" 2>/dev/null
-        wait "$REGISTRY_PID" 2>/dev/null
+        kill -9 "$REGISTRY_PID" 2>/dev/null || true
+        wait "$REGISTRY_PID" 2>/dev/null || true
         REGISTRY_PID=
     fi
     if [[ -n $REGISTRY_DIR ]]; then
-        if [[ ${FAULTS_KEEP:-0} == 1 ]]; then _registry_log "kept $REGISTRY_DIR"; else rm -rf "$REGISTRY_DIR"; fi
+        if [[ ${FAULTS_KEEP:-0} == 1 ]]; then _registry_log "kept $REGISTRY_DIR"; else rm -rf "$REGISTRY_DIR" || true; fi
         REGISTRY_DIR=
     fi
     return 0
