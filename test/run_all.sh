@@ -148,6 +148,11 @@ else
     skip "kafka: mock broker round trip" "no test/kafka/roundtrip.sh"
 fi
 
+# (f2) the registry rig the Avro/Protobuf scenarios use: the fake registry's switches and
+# produce.py's records read back by python3-avro / python3-protobuf (test/registry/README.md)
+step "registry: fake registry and producer self-test" 2 \
+    bash -c 'source test/registry/registry.sh && "$(registry_python)" test/registry/selftest.py'
+
 # (g) the Kafka end-to-end test and the fault suite against each broker
 for b in "${brokers[@]}"; do
     case $b in
