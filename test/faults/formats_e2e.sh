@@ -14,7 +14,8 @@
 # by Avro's rules: amount promoted int -> long, note ignored, region its default. The Avro
 # aggregation keeps only region = 'eu': a v1 record whose region were not the default would be
 # missing from its sink.
-# Protobuf: an inline descriptor (format_options descriptor + message), bare bodies.
+# Protobuf: an inline descriptor (format_options descriptor + message), bare bodies; with
+# FORMATS_E2E_PROTO=registry through the registry (.proto text), framed with message indexes.
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -64,6 +65,14 @@ ID1=$(fake_registry_register fe_avro-value "$WORK/v1.avsc") || fail "could not r
 ID2=$(fake_registry_register fe_avro-value "$WORK/v2.avsc") || fail "could not register v2"
 log "fake registry at $REGISTRY_URL: fe_avro-value v1 = id $ID1, v2 = id $ID2"
 DESCRIPTOR=$(registry_py produce.py proto-schema "$WORK/event.spec.json" --descriptor) || fail "no descriptor"
+# FORMATS_E2E_PROTO=registry: Protobuf through the registry instead (the message as .proto text,
+# schemaType PROTOBUF; records framed with the message-index array, short and long form in turn).
+PROTO_VIA=${FORMATS_E2E_PROTO:-inline}
+if [ "$PROTO_VIA" = registry ]; then
+    registry_py produce.py proto-schema "$WORK/event.spec.json" --proto >"$WORK/event.proto" || fail "no .proto"
+    ID_PROTO=$(fake_registry_register fe_proto-value "$WORK/event.proto" PROTOBUF) || fail "could not register the .proto"
+    log "fe_proto-value = id $ID_PROTO (PROTOBUF)"
+fi
 
 # produce_format FORMAT: every chunk of every partition, in order, to topic fe_FORMAT.
 declare -A PRODUCED_BY
@@ -80,8 +89,12 @@ produce_format() {
         csv) registry_py produce.py csv --columns user_id,ts,amount "${files[@]}" >"$WORK/records.bin" ;;
         avro) registry_py produce.py avro --schema "$ID1=$WORK/v1.avsc" --schema "$ID2=$WORK/v2.avsc" \
             "${files[@]}" >"$WORK/records.bin" ;;
-        proto) registry_py produce.py protobuf --message "$WORK/event.spec.json" --plain \
-            "${files[@]}" >"$WORK/records.bin" ;;
+        proto) if [ "$PROTO_VIA" = registry ]; then
+            registry_py produce.py protobuf --message "$WORK/event.spec.json" --id "$ID_PROTO" --index-form mixed \
+                "${files[@]}" >"$WORK/records.bin"
+        else
+            registry_py produce.py protobuf --message "$WORK/event.spec.json" --plain "${files[@]}" >"$WORK/records.bin"
+        fi ;;
         esac || fail "produce.py $fmt failed"
         delim=()
         case $fmt in avro | proto) delim=(-D "$DELIM") ;; esac
@@ -106,8 +119,13 @@ declare_pipeline() { # prints the declaration of source src_FORMAT and aggregati
     avro) # the columns from the subject's latest version (v2); a v1 record's region: the default
         how="format => 'avro', format_options => jsonb_build_object('schema_registry_url', '$REGISTRY_URL')"
         filter=", filter => 'region = ''eu'''" ;;
-    proto) how="format => 'protobuf', format_options => jsonb_build_object('descriptor', '$DESCRIPTOR',
-                'message', 'stoatflow.test.Event'), columns => '$COLUMNS'" ;;
+    proto) if [ "$PROTO_VIA" = registry ]; then
+            how="format => 'protobuf', format_options => jsonb_build_object('schema_registry_url', '$REGISTRY_URL'),
+                 columns => '$COLUMNS'"
+        else
+            how="format => 'protobuf', format_options => jsonb_build_object('descriptor', '$DESCRIPTOR',
+                 'message', 'stoatflow.test.Event'), columns => '$COLUMNS'"
+        fi ;;
     csv) how="format => 'csv', columns => '$COLUMNS'" ;;
     esac
     echo "SELECT stoatflow.create_source('src_$fmt', 'fe_$fmt', '$KAFKA_BROKERS', $how, $common);
