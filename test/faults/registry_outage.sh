@@ -153,7 +153,7 @@ registry_error "connect|refused" || fail "down: the status left the refusal: $(s
 
 fake_registry_mode 500 || fail "fake_registry control 500 failed"
 t=$(date +%s)
-wait_until "$ERROR_TIMEOUT" "status 'error' naming $REGISTRY_URL and HTTP 500" registry_error "500"
+wait_until "$ERROR_TIMEOUT" "status 'error' naming $REGISTRY_URL and HTTP 500" registry_error "HTTP 500"
 asked "$ID2" 500 || fail "500: the registry never saw a request for id $ID2 while answering 500"
 log "500: status error after $(($(date +%s) - t))s: $(source_status)"
 sleep "$HOLD"
@@ -167,7 +167,7 @@ fake_registry_mode "slow:$SLOW_S" || fail "fake_registry control slow failed"
 before=$PRODUCED
 produce_avro 2 2 --schema "$ID3=$WORK/v3.avsc"
 t=$(date +%s)
-wait_until "$ERROR_TIMEOUT" "status 'error' naming $REGISTRY_URL (slow: timed out)" registry_error "time"
+wait_until "$ERROR_TIMEOUT" "status 'error' naming $REGISTRY_URL (slow: timed out)" registry_error "timed out|timeout"
 asked "$ID3" slow || fail "slow: the registry never saw a request for id $ID3 while slow"
 log "slow: v3 = id $ID3 waiting; status error after $(($(date +%s) - t))s: $(source_status)"
 waiting_chunk_holds "slow" "$before"
