@@ -190,10 +190,30 @@ leaks=$(sql "SELECT count(*) FROM (SELECT s::text FROM stoatflow.sources s UNION
 grep -q '"auth":true' "$REGISTRY_LOG" && ! grep -q '"auth":false' "$REGISTRY_LOG" ||
     fail "the worker asked the registry without its credentials"
 
-# 3. A 404 and hostile frames, on partition 0 after everything else.
-python3 - "$WORK/bad.bin" "$ID1" "$DELIM" <<'EOF'
+# 3. A 404, hostile frames and hostile schemas in the registry, on partition 0 after everything
+# else. The registry's hostile answers (each a bad_avro dead letter, no crash): JSON that is no
+# Avro schema, a PROTOBUF schema under the Avro subject, a writer whose amount is a string
+# (cannot be read into a bigint column), records nested 3,000 deep.
+echo '{"type": "nonsense", "fields": 7}' >"$WORK/h1.avsc"
+echo 'syntax = "proto3"; message Event { string user_id = 1; }' >"$WORK/h2.proto"
+cat >"$WORK/h3.avsc" <<'EOF'
+{"type": "record", "name": "Event", "namespace": "stoatflow.test", "fields": [
+ {"name": "user_id", "type": "string"}, {"name": "ts", "type": "long"}, {"name": "amount", "type": "string"}]}
+EOF
+python3 -c '
+d = 3000
+print("".join("{\"type\": \"record\", \"name\": \"R%d\", \"fields\": [{\"name\": \"f\", \"type\": " % i for i in range(d))
+      + "\"long\"" + "}]}" * d)' >"$WORK/h4.avsc"
+HOSTILE_IDS=()
+for h in h1.avsc h3.avsc h4.avsc; do
+    HOSTILE_IDS+=("$(fake_registry_register "$SUBJECT-hostile" "$WORK/$h")") || fail "could not register $h"
+done
+HOSTILE_IDS+=("$(fake_registry_register "$SUBJECT-hostile" "$WORK/h2.proto" PROTOBUF)") || fail "could not register h2.proto"
+log "hostile schemas registered as ids ${HOSTILE_IDS[*]}"
+python3 - "$WORK/bad.bin" "$ID1" "$DELIM" "${HOSTILE_IDS[@]}" <<'EOF'
 import struct, sys
 out, known, delim = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode().decode("unicode_escape").encode("latin-1")
+hostile = [int(x) for x in sys.argv[4:]]
 ok_body = b"\x0au0000\xd0\x0f\x02\x02v"  # user_id "u0000", ts 1000, amount 1, note "v"
 records = [
     b"\x00" + struct.pack(">I", 424242) + ok_body,        # an id nobody registered: 404
@@ -202,14 +222,14 @@ records = [
     b"\x00" + struct.pack(">I", known) + b"\x0a",         # the body ends inside user_id
     b"\x00" + struct.pack(">I", known) + b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",  # a string of length -2^63
     b"\x00" + struct.pack(">I", known) + b"\xfe\xff\xff\xff\x0f" + b"x" * 16,          # length 2^31 - 1, 16 bytes there
-]
+] + [b"\x00" + struct.pack(">I", h) + ok_body for h in hostile]  # written by the hostile schemas
 with open(out, "wb") as f:
     for r in records:
         f.write(r + delim)
 EOF
 timeout "$KCAT_TIMEOUT" kcat -P -D "$DELIM" -b "$KAFKA_BROKERS" -t "$TOPIC" -p 0 <"$WORK/bad.bin" 2>"$WORK/kcat.err" ||
     { cat "$WORK/kcat.err" >&2; fail "kcat could not produce the bad records"; }
-bad_records=6
+bad_records=$((6 + ${#HOSTILE_IDS[@]}))
 PRODUCED=$((PRODUCED + bad_records))
 all_committed_now() { [ "$(committed)" = "$PRODUCED" ]; }
 wait_until 60 "the $bad_records bad records committed" all_committed_now
@@ -228,5 +248,7 @@ first_bad=$((first_bad - bad_records))
 status_running || fail "a 404 or a bad record made the source status $(source_status)"
 [ "$(sql "SELECT sum(n) FROM $SINK")" = "$EVENTS_TOTAL" ] || fail "the bad records changed the sink"
 check_log
+log "bad_avro details of the hostile schemas: $(sql "SELECT string_agg(left(detail, 120), ' | ' ORDER BY \"offset\") FROM stoatflow.dead_letters WHERE \"offset\" > $first_bad + 5")"
+[ -n "$(worker_pid)" ] || fail "no source worker after the hostile records"
 log "RESULT events=$EVENTS outages=3 (down, 500, slow) schema_versions=4 rows_compared=$VERIFY_ROWS bad_schema_id=1 bad_avro=$((bad_records - 1)) match=yes"
 faults_pass

@@ -67,6 +67,8 @@ class Store:
         if schema_type == "AVRO":
             try:
                 return json.dumps(json.loads(text), separators=(",", ":"), sort_keys=True)
+            except RecursionError:  # nested deeper than Python parses: the text as it is
+                return text
             except ValueError:
                 return None
         return text
