@@ -16,7 +16,7 @@ SELECT stoatflow.create_source('bad name', 'pageviews', '127.0.0.1:9092');
 \echo :LAST_ERROR_SQLSTATE
 SELECT stoatflow.create_source('s2', 'bad topic!', '127.0.0.1:9092');
 \echo :LAST_ERROR_SQLSTATE
-SELECT stoatflow.create_source('s2', 'pageviews', '127.0.0.1:9092', format => 'avro');
+SELECT stoatflow.create_source('s2', 'pageviews', '127.0.0.1:9092', format => 'xml');
 \echo :LAST_ERROR_SQLSTATE
 SELECT stoatflow.create_source('s2', 'pageviews', '127.0.0.1:9092', start_offset => 'middle');
 \echo :LAST_ERROR_SQLSTATE

@@ -459,6 +459,127 @@ SET search_path = pg_catalog, pg_temp
 AS 'MODULE_PATHNAME', 'stoatflow_estimate';
 
 ------------------------------------------------------------------------------------------
+-- Progress (README "Progress")
+------------------------------------------------------------------------------------------
+-- What each worker reads, published about once a second into shared memory (the progress
+-- board: src/pg/worker/progress_board.cpp), by whichever of its threads consumes, so that a long
+-- commit does not hide it: one row per worker and partition. worker 0 is the source's worker,
+-- any other value the aggregation id of a backfill worker; topic is the ordinal in the source's
+-- topics (from 0). The views call it, so every role may: it shows what the views show.
+CREATE FUNCTION stoatflow._worker_progress()
+RETURNS TABLE (source_id integer, worker integer, topic integer, "partition" integer,
+               next_offset bigint, high_watermark bigint, lag bigint,
+               records_per_second double precision, newest_event_ms bigint, behind boolean,
+               updated_at timestamptz)
+LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow__worker_progress';
+GRANT EXECUTE ON FUNCTION stoatflow._worker_progress() TO PUBLIC;
+-- For tests (sql/progress.sql): one entry written as a worker would; next_offset NULL frees
+-- every entry of (source_id, worker). Superusers only.
+CREATE FUNCTION stoatflow._test_worker_progress(source_id integer, worker integer, topic integer,
+                                                "partition" integer, next_offset bigint,
+                                                high_watermark bigint, records_per_second double precision,
+                                                newest_event_ms bigint, behind boolean)
+RETURNS void LANGUAGE C VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS 'MODULE_PATHNAME', 'stoatflow__test_worker_progress';
+REVOKE ALL ON FUNCTION stoatflow._test_worker_progress(integer, integer, integer, integer, bigint, bigint, double precision, bigint, boolean) FROM PUBLIC;
+
+-- stoatflow.sources: the partitions a worker reads show from its first second on (before its
+-- first commit too), lag is the live one (high watermark minus the position read), status
+-- 'catching_up' while the worker is behind (README "Progress"); the new columns come last.
+CREATE OR REPLACE VIEW stoatflow.sources AS
+SELECT s.source_name, coalesce(pp.topic, s.topic) AS topic, s.brokers,
+       CASE WHEN s.paused THEN 'paused'
+            WHEN st.status = 'running' AND pp.behind THEN 'catching_up'
+            ELSE coalesce(st.status, 'stopped') END AS status,
+       st.last_error,
+       pp.partition, pp.committed_offset,
+       coalesce(pp.live_high, ps.high_watermark) AS high_watermark,
+       CASE WHEN pp.live_lag IS NOT NULL THEN pp.live_lag
+            WHEN ps.high_watermark IS NOT NULL AND pp.committed_offset IS NOT NULL
+            THEN greatest(ps.high_watermark - pp.committed_offset, 0) END AS lag,
+       coalesce(ps.idle, false) AS idle,
+       timestamptz 'epoch' + pr.watermark_ms * interval '1 millisecond' AS watermark,
+       pr.committed_at AS last_commit_at,
+       s.kafka_options_masked AS kafka_options,
+       pp.offsets_skipped,
+       s.topics,
+       CASE WHEN s.paused THEN 0 ELSE pp.records_per_second END AS records_per_second,
+       pg_catalog.now() - (timestamptz 'epoch' + pp.newest_event_ms * interval '1 millisecond') AS lag_time,
+       CASE WHEN NOT s.paused AND pp.live_lag > 0 AND pp.records_per_second > 0
+            THEN pp.live_lag / pp.records_per_second * interval '1 second' END AS eta,
+       pp.progress_at
+  FROM stoatflow.source s
+  LEFT JOIN stoatflow.source_status st ON st.source_id = s.source_id
+  LEFT JOIN stoatflow.source_progress pr ON pr.source_id = s.source_id
+  LEFT JOIN (SELECT coalesce(po.source_id, w.source_id) AS source_id,
+                    coalesce(po.topic, w.topic) AS topic,
+                    coalesce(po.partition, w.partition) AS partition,
+                    po.next_offset AS committed_offset, po.offsets_skipped,
+                    w.high_watermark AS live_high, w.lag AS live_lag, w.records_per_second,
+                    w.newest_event_ms, w.behind, w.updated_at AS progress_at
+               FROM stoatflow.partition_offset po
+               FULL JOIN (SELECT x.source_id, y.topics[x.topic + 1] AS topic, x.partition, x.high_watermark,
+                                 x.lag, x.records_per_second, x.newest_event_ms, x.behind, x.updated_at
+                            FROM stoatflow._worker_progress() x
+                            JOIN stoatflow.source y ON y.source_id = x.source_id
+                           WHERE x.worker = 0) w
+                 ON w.source_id = po.source_id AND w.topic = po.topic AND w.partition = po.partition) pp
+         ON pp.source_id = s.source_id
+  LEFT JOIN stoatflow.partition_status ps ON ps.source_id = s.source_id AND ps.topic = pp.topic
+        AND ps.partition = pp.partition;
+
+-- stats: the progress of the worker that runs the aggregation (its backfill worker while it
+-- backfills, else its source's worker), summed over the partitions; status 'catching_up' and
+-- 'paused' as in stoatflow.sources. The new columns come last.
+CREATE OR REPLACE VIEW stoatflow.stats AS
+SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
+       p.records_in,
+       p.dropped_late_window, p.dropped_late_session,
+       p.dropped_late_window + p.dropped_late_session AS dropped_late,
+       (SELECT count(*) FROM stoatflow.dead_letters d WHERE d.source_name = s.source_name) AS dead_letters,
+       p.open_windows, p.keys_with_open_windows,
+       p.windows_emitted, p.windows_reemitted, p.sessions_merged,
+       p.last_commit_at,
+       timestamptz 'epoch' + CASE WHEN b.aggregation_id IS NULL THEN pr.watermark_ms ELSE b.watermark_ms END
+           * interval '1 millisecond' AS watermark,
+       timestamptz 'epoch' + p.emit_frontier_ms * interval '1 millisecond' AS emit_frontier,
+       (SELECT count(*) FROM stoatflow.segment g WHERE g.aggregation_id = a.aggregation_id) AS live_segments,
+       (SELECT coalesce(sum(pg_total_relation_size(g.relid)), 0)::bigint
+          FROM stoatflow.segment g WHERE g.aggregation_id = a.aggregation_id) AS state_bytes,
+       p.state_rows_written, p.state_bytes_written,
+       p.freshness_lag_ms * interval '1 millisecond' AS freshness_lag,
+       p.last_error,
+       CASE WHEN s.paused AND coalesce(p.status, 'running') NOT IN ('error', 'stalled') THEN 'paused'
+            WHEN b.aggregation_id IS NOT NULL AND coalesce(p.status, 'running') NOT IN ('error', 'stalled')
+            THEN 'backfilling'
+            WHEN coalesce(p.status, CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END) = 'running'
+                 AND w.behind THEN 'catching_up'
+            ELSE coalesce(p.status, CASE WHEN p.last_error IS NULL THEN 'running' ELSE 'error' END) END AS status,
+       p.sink_owed, p.filtered,
+       CASE WHEN s.paused THEN 0 ELSE w.records_per_second END AS records_per_second,
+       w.lag,
+       pg_catalog.now() - (timestamptz 'epoch' + w.newest_event_ms * interval '1 millisecond') AS lag_time,
+       CASE WHEN NOT s.paused AND w.lag > 0 AND w.records_per_second > 0
+            THEN w.lag / w.records_per_second * interval '1 second' END AS eta,
+       w.progress_at
+  FROM stoatflow.aggregation a
+  JOIN stoatflow.source s ON s.source_id = a.source_id
+  LEFT JOIN stoatflow.aggregation_progress p ON p.aggregation_id = a.aggregation_id
+  LEFT JOIN stoatflow.source_progress pr ON pr.source_id = a.source_id
+  LEFT JOIN stoatflow.backfill b ON b.aggregation_id = a.aggregation_id
+  LEFT JOIN LATERAL (
+       SELECT sum(x.records_per_second) AS records_per_second, sum(x.lag)::bigint AS lag,
+              max(x.newest_event_ms) AS newest_event_ms, bool_or(x.behind) AS behind,
+              max(x.updated_at) AS progress_at
+         FROM stoatflow._worker_progress() x
+        WHERE x.source_id = a.source_id
+          AND x.worker = CASE WHEN b.aggregation_id IS NULL THEN 0 ELSE a.aggregation_id END
+       HAVING count(*) > 0) w ON true;
+
+------------------------------------------------------------------------------------------
 -- Formats (README "Formats")
 ------------------------------------------------------------------------------------------
 

@@ -47,6 +47,13 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
     if (skip) return p.count(tp, offset);  // no data (a CSV header): consumed, nothing else
     DeadReason reason = DeadReason::None;
     std::string detail = decoder_->detail();
+    // A key the format reads itself (a registry-framed Avro key): kafka_key is its text.
+    std::string key_text;
+    bool key_null = false;
+    if (key != nullptr && decoder_->key_text(key, key_len, key_text, key_null)) {
+        key = key_null ? nullptr : key_text.data();
+        key_len = key_null ? 0 : key_text.size();
+    }
     if (e == format::DecodeError::None &&
         !format::fill_metadata(rows_, r, plan_.paths.size(),
                                p.meta_of(tp, offset, key, key_len, kafka_ts, headers, header_count),

@@ -31,6 +31,13 @@ void ExecLane::extract(RecordPath& p, core::TopicPartition tp, std::int64_t offs
     rec.now = now;
     rec.payload.assign(payload == nullptr ? "" : payload, payload == nullptr ? 0 : len);
     std::string detail = decoder_->detail();
+    // A key the format reads itself (a registry-framed Avro key): kafka_key is its text.
+    std::string key_text;
+    bool key_null = false;
+    if (key != nullptr && decoder_->key_text(key, key_len, key_text, key_null)) {
+        key = key_null ? nullptr : key_text.data();
+        key_len = key_null ? 0 : key_text.size();
+    }
     if (e == DeadReason::None &&
         !format::fill_metadata(batch_.rows, r, plan_.paths.size(),
                                p.meta_of(tp, offset, key, key_len, kafka_ts, headers, header_count),

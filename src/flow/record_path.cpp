@@ -52,6 +52,12 @@ RecordPath::RecordPath(const RecordPathConfig& config)
 
 RecordPath::~RecordPath() = default;
 
+bool RecordPath::ready(const char* payload, std::size_t len, const char* key, std::size_t key_len) {
+    if (columns_) return columns_->decoder().ready(payload, len, key, key_len);
+    if (exec_) return exec_->decoder().ready(payload, len, key, key_len);
+    return true;
+}
+
 void RecordPath::restore_progress(const std::string& watermark_state, std::int64_t commit_seq) {
     watermark_.restore(watermark_state);
     commit_seq_ = commit_seq;

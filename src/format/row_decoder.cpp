@@ -2,6 +2,8 @@
 #include "stoatflow/format/row_decoder.hpp"
 
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/format/avro.hpp"
+#include "stoatflow/format/avro_rows.hpp"
 #include "stoatflow/format/row_extractor.hpp"
 
 #include <utility>
@@ -65,6 +67,66 @@ CsvOptions csv_options(const std::vector<FormatOption>& options) {
     return c;
 }
 
+constexpr const char* kAvroOptions =
+    "schema, or schema_registry_url with schema_registry_user, schema_registry_password and "
+    "reader_schema";
+
+// An option's value is never quoted back: schema_registry_password is a secret (README
+// "Formats"), and a schema's text is long.
+AvroOptions avro_options(const std::vector<FormatOption>& options) {
+    AvroOptions a;
+    bool user = false, password = false;
+    for (const FormatOption& o : options) {
+        // The schema as a JSON object (or its text as a string); the registry's options strings.
+        const bool is_schema = o.name == "schema" || o.name == "reader_schema";
+        const bool schema_json = is_schema && o.type == FormatOption::Type::Other;
+        if ((o.type != FormatOption::Type::String && !schema_json) || !o.value) {
+            if (is_schema)
+                bad("format option \"" + o.name + "\" must be an Avro schema",
+                    "For example: '{\"" + o.name +
+                        "\": {\"type\": \"record\", \"name\": \"E\", "
+                        "\"fields\": [...]}}'.");
+            bad("format option \"" + o.name + "\" must be a string",
+                "For example: '{\"schema_registry_url\": \"http://registry:8081\"}'.");
+        }
+        if (o.name == "schema") {
+            a.schema = *o.value;
+        } else if (o.name == "reader_schema") {
+            a.reader_schema = *o.value;
+        } else if (o.name == "schema_registry_url") {
+            a.registry_url = *o.value;
+        } else if (o.name == "schema_registry_user") {
+            a.registry_user = *o.value;
+            user = true;
+        } else if (o.name == "schema_registry_password") {
+            a.registry_password = *o.value;
+            password = true;
+        } else {
+            bad("unknown format option \"" + o.name + "\" for format avro",
+                std::string("The options of format 'avro' are ") + kAvroOptions + ".");
+        }
+    }
+    if (a.schema.empty() == a.registry_url.empty())
+        bad("format 'avro' needs exactly one of the options \"schema\" and "
+            "\"schema_registry_url\"",
+            "Give the writer schema inline (records are then bare Avro bodies), or a schema "
+            "registry's URL (records are then framed with a schema id).");
+    if ((user || password) && a.registry_url.empty())
+        bad("format options \"schema_registry_user\" and \"schema_registry_password\" need "
+            "\"schema_registry_url\"",
+            "They are the registry's basic auth credentials.");
+    if (!a.reader_schema.empty() && a.registry_url.empty())
+        bad("format option \"reader_schema\" needs \"schema_registry_url\"",
+            "Without a registry, the inline \"schema\" is the one schema records are read by.");
+    if (password && a.registry_user.empty())
+        bad("format option \"schema_registry_password\" needs \"schema_registry_user\"",
+            "Basic auth sends both; give the user name too.");
+    // The inline schema is judged here, once for the declaration and the worker alike.
+    if (!a.schema.empty()) (void)avro::Schema::parse(a.schema);
+    if (!a.reader_schema.empty()) (void)avro::Schema::parse(a.reader_schema);
+    return a;
+}
+
 class JsonRows final : public RowDecoder {
 public:
     explicit JsonRows(const std::vector<std::vector<std::string>>& paths) : ex_(paths) {}
@@ -98,25 +160,33 @@ const char* format_name(FormatKind kind) {
     switch (kind) {
     case FormatKind::Json: return "json";
     case FormatKind::Csv: return "csv";
+    case FormatKind::Avro: return "avro";
     }
     return "?";
+}
+
+FormatKind parse_format_name(const std::string& format) {
+    if (format == "json") return FormatKind::Json;
+    if (format == "csv") return FormatKind::Csv;
+    if (format == "avro") return FormatKind::Avro;
+    bad("unknown format \"" + format + "\"",
+        "The supported formats are 'json' (one JSON object per message), 'csv' (one "
+        "CSV record per message, with columns) and 'avro' (an Avro record per message, its "
+        "schema inline or from a schema registry).");
 }
 
 RecordFormat parse_record_format(const std::string& format,
                                  const std::vector<FormatOption>& options) {
     RecordFormat f;
-    if (format == "json") {
+    f.kind = parse_format_name(format);
+    switch (f.kind) {
+    case FormatKind::Json:
         if (!options.empty())
             bad("unknown format option \"" + options.front().name + "\" for format json",
                 "Format 'json' takes no options: pass '{}'.");
-        f.kind = FormatKind::Json;
-    } else if (format == "csv") {
-        f.kind = FormatKind::Csv;
-        f.csv = csv_options(options);
-    } else {
-        bad("unknown format \"" + format + "\"",
-            "The supported formats are 'json' (one JSON object per message) and 'csv' (one "
-            "CSV record per message, with columns).");
+        break;
+    case FormatKind::Csv: f.csv = csv_options(options); break;
+    case FormatKind::Avro: f.avro = avro_options(options); break;
     }
     return f;
 }
@@ -127,6 +197,7 @@ std::unique_ptr<RowDecoder> make_row_decoder(const RecordFormat& format,
     switch (format.kind) {
     case FormatKind::Json: return std::make_unique<JsonRows>(paths);
     case FormatKind::Csv: return std::make_unique<CsvRows>(format.csv, names);
+    case FormatKind::Avro: return std::make_unique<AvroRows>(format.avro, format.schemas, paths);
     }
     throw Error(sqlstate::kInternalError, "unhandled record format");
 }

@@ -1,14 +1,17 @@
 // librdkafka consumer for a source's topics with explicit assignment and batch polls.
 #include "stoatflow/kafka/consumer.hpp"
+#include "stoatflow/kafka/limits.hpp"
 #include "stoatflow/kafka/options.hpp"
 
 #include <librdkafka/rdkafka.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -74,6 +77,7 @@ Consumer::Consumer(const std::string& brokers,
 }
 
 Consumer::~Consumer() {
+    for (rd_kafka_message_t* m : held_) rd_kafka_message_destroy(m);
     if (queue_) rd_kafka_queue_destroy(queue_);
     if (rk_) {
         // No group membership to leave (assign only); close is quick.
@@ -184,12 +188,39 @@ std::int64_t Consumer::cached_high(core::TopicPartition tp) {
 
 std::size_t Consumer::poll(std::size_t max, int timeout_ms,
                            const std::function<void(const Message&)>& on_message,
-                           const std::function<void(core::TopicPartition, std::int64_t)>& on_eof) {
-    std::vector<rd_kafka_message_t*> batch(max);
-    const ssize_t n = rd_kafka_consume_batch_queue(queue_, timeout_ms, batch.data(), max);
-    if (n < 0) {
-        note_error(rd_kafka_err2str(rd_kafka_last_error()));
-        return 0;
+                           const std::function<void(core::TopicPartition, std::int64_t)>& on_eof,
+                           const std::function<bool(const Message&)>& ready) {
+    std::vector<rd_kafka_message_t*> batch;
+    if (!held_.empty()) {
+        batch.swap(held_);
+    } else {
+        batch.resize(max);
+        const ssize_t got = rd_kafka_consume_batch_queue(queue_, timeout_ms, batch.data(), max);
+        if (got < 0) {
+            note_error(rd_kafka_err2str(rd_kafka_last_error()));
+            return 0;
+        }
+        batch.resize(static_cast<std::size_t>(got));
+    }
+    const auto n = static_cast<ssize_t>(batch.size());
+    if (ready) {
+        for (rd_kafka_message_t* m : batch) {
+            if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+            const Message probe{-1,
+                                m->partition,
+                                m->offset,
+                                static_cast<const char*>(m->payload),
+                                m->len,
+                                static_cast<const char*>(m->key),
+                                m->key ? m->key_len : 0,
+                                core::kNoTime};
+            if (!ready(probe)) {
+                held_.swap(batch);
+                std::this_thread::sleep_for(
+                    std::chrono::milliseconds(std::min(timeout_ms, kHeldBatchWaitMs)));
+                return 0;
+            }
+        }
     }
     std::size_t delivered = 0;
     // Destroy every message even if a callback throws.
@@ -257,7 +288,20 @@ std::vector<core::TopicPartition> Consumer::take_out_of_range() {
     return v;
 }
 
+void Consumer::drop_held(core::TopicPartition tp) {
+    std::vector<rd_kafka_message_t*> keep;
+    for (rd_kafka_message_t* m : held_) {
+        const std::int32_t topic = m->rkt ? topic_index(rd_kafka_topic_name(m->rkt)) : -1;
+        if (topic == tp.topic && m->partition == tp.partition)
+            rd_kafka_message_destroy(m);
+        else
+            keep.push_back(m);
+    }
+    held_.swap(keep);
+}
+
 void Consumer::restart(core::TopicPartition tp, std::int64_t offset) {
+    drop_held(tp);
     const std::string& topic = topic_name(tp);
     const std::int32_t partition = tp.partition;
     // A partition stopped by an offset error cannot be seeked (librdkafka: erroneous state);
@@ -283,6 +327,7 @@ void Consumer::restart(core::TopicPartition tp, std::int64_t offset) {
 }
 
 void Consumer::park(core::TopicPartition tp) {
+    drop_held(tp);
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition);
     rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk_, list);
@@ -296,6 +341,7 @@ void Consumer::park(core::TopicPartition tp) {
 }
 
 void Consumer::unpark(core::TopicPartition tp, std::int64_t offset) {
+    drop_held(tp);
     rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition)->offset = offset;
     rd_kafka_error_t* e = rd_kafka_incremental_assign(rk_, list);

@@ -8,7 +8,12 @@
 #include <curl/curl.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <mutex>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 namespace stoatflow::registry {
 
@@ -83,6 +88,73 @@ void check_url(std::string_view url) {
             throw BadRegistryUrl("the schema registry URL holds a space or control character");
 }
 
+namespace {
+
+bool internal_v4(std::uint32_t a) {  // host order
+    const unsigned b0 = a >> 24, b1 = (a >> 16) & 0xff;
+    return b0 == 0 || b0 == 10 || b0 == 127 || (b0 == 169 && b1 == 254) ||
+           (b0 == 172 && (b1 & 0xf0) == 16) || (b0 == 192 && b1 == 168) ||
+           (b0 == 100 && (b1 & 0xc0) == 64) || a == 0xffffffffu;
+}
+
+bool internal_v6(const unsigned char* a) {
+    static const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (std::equal(kMapped, kMapped + 12, a))
+        return internal_v4((std::uint32_t{a[12]} << 24) | (std::uint32_t{a[13]} << 16) |
+                           (std::uint32_t{a[14]} << 8) | a[15]);
+    bool zero_prefix = true;  // :: and ::1
+    for (int i = 0; i < 15; ++i) zero_prefix = zero_prefix && a[i] == 0;
+    if (zero_prefix && a[15] <= 1) return true;
+    return (a[0] & 0xfe) == 0xfc || (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
+}
+
+struct ConnectGuard {
+    bool refused = false;
+};
+
+curl_socket_t open_socket(void* clientp, curlsocktype /*purpose*/, curl_sockaddr* address) {
+    if (internal_address(&address->addr)) {
+        static_cast<ConnectGuard*>(clientp)->refused = true;
+        return CURL_SOCKET_BAD;
+    }
+    return ::socket(address->family, address->socktype, address->protocol);
+}
+
+}  // namespace
+
+std::string url_host(std::string_view url) {
+    const std::size_t scheme = url.find("://");
+    std::string_view rest = scheme == std::string_view::npos ? url : url.substr(scheme + 3);
+    rest = rest.substr(0, rest.find('/'));
+    if (!rest.empty() && rest.front() == '[')
+        return std::string(rest.substr(0, rest.find(']') + 1));
+    return std::string(rest.substr(0, rest.find(':')));
+}
+
+bool internal_host(std::string_view host) {
+    std::string h;
+    for (char c : host) h += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    while (!h.empty() && h.back() == '.') h.pop_back();
+    if (h == "localhost" || (h.size() > 10 && h.compare(h.size() - 10, 10, ".localhost") == 0))
+        return true;
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') {
+        in6_addr a6{};
+        const std::string inner = h.substr(1, h.size() - 2);
+        return inet_pton(AF_INET6, inner.c_str(), &a6) == 1 && internal_v6(a6.s6_addr);
+    }
+    in_addr a4{};
+    return inet_aton(h.c_str(), &a4) != 0 && internal_v4(ntohl(a4.s_addr));
+}
+
+bool internal_address(const void* sockaddr) {
+    const auto* sa = static_cast<const struct sockaddr*>(sockaddr);
+    if (sa->sa_family == AF_INET)
+        return internal_v4(ntohl(reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr));
+    if (sa->sa_family == AF_INET6)
+        return internal_v6(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr.s6_addr);
+    return true;  // no other family is a registry's
+}
+
 struct Client::Curl {
     CURL* handle = nullptr;
     curl_slist* headers = nullptr;
@@ -139,8 +211,18 @@ Fetched Client::get(const std::string& path, bool by_id, std::uint32_t id) {
         curl_easy_setopt(h, CURLOPT_USERNAME, endpoint_.user.c_str());
         curl_easy_setopt(h, CURLOPT_PASSWORD, endpoint_.password.c_str());
     }
+    ConnectGuard guard;
+    if (!endpoint_.internal_ok) {
+        curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+        curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
+    }
     const std::string where = "schema registry " + endpoint_.url;
     const CURLcode rc = curl_easy_perform(h);
+    if (rc != CURLE_OK && guard.refused) {
+        f.detail = where + ": its host resolves to an internal address (loopback, private or "
+                           "link-local), which this source may not reach (README \"Security\")";
+        return f;
+    }
     if (rc != CURLE_OK) {
         f.detail =
             where + ": " + (error[0] ? std::string(error) : std::string(curl_easy_strerror(rc)));

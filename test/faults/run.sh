@@ -32,6 +32,9 @@
 #   partitions_added   Apache Kafka only: partitions added mid-stream are consumed from their start
 #   retention          Apache Kafka only: records deleted before they were read (server down, worker
 #                      frozen): skipped to the log start, counted, one dead letter each
+#   progress           Apache Kafka only: a backlog (PROGRESS_EVENTS, default 5,000,000) caught up and
+#                      backfilled while the progress columns are sampled: never NULL, lag monotone,
+#                      fresh every 2 s, catching_up → running, eta within 2× of the time left
 #
 # STOATFLOW_TEST_BROKER=mock (default: librdkafka's mock cluster, built here if missing) or
 # kafka (Apache Kafka 4.x, test/kafka/broker/kafka_broker.sh: java, and mvn for the first fetch).
@@ -45,7 +48,7 @@ cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
 all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 registry_outage formats_e2e broker_kill topic_deleted transactions start_from
-    partitions_added retention)
+    partitions_added retention progress)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do

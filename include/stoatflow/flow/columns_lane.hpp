@@ -30,6 +30,8 @@ public:
     const format::RawRows& blocked_row() const { return rows_; }
     void resume(RecordPath& path, const SlowRecord& record);
 
+    format::RowDecoder& decoder() { return *decoder_; }
+
 private:
     enum class Verdict { Staged, Dead, Ask };
     void process_row(RecordPath& path, core::TopicPartition tp, std::int64_t offset,

@@ -24,6 +24,7 @@ public:
                  core::Millis kafka_ts, core::Millis now, const format::KafkaHeader* headers,
                  std::size_t header_count);
     std::size_t waiting() const { return batch_.records.size(); }
+    format::RowDecoder& decoder() { return *decoder_; }
     const ExecBatch& take_batch();
 
     // RecordPath's exec_* (record_path.hpp says what each does).

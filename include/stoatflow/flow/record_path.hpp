@@ -167,6 +167,12 @@ public:
                  core::Millis kafka_ts, core::Millis now,
                  const format::KafkaHeader* headers = nullptr, std::size_t header_count = 0);
     void drain();
+    // With columns: whether a message can be decoded now (format::RowDecoder::ready): false
+    // while the writer schema its id names is still being fetched. The caller then holds it back,
+    // and every message after it, and asks again later (it is no dead letter).
+    bool ready(const char* payload, std::size_t len, const char* key, std::size_t key_len);
+    // The declared columns' format (nullptr without columns: JSON paths).
+    const format::RecordFormat* row_format() const { return plan_ ? &plan_->format : nullptr; }
 
     // With columns: a record whose key, event time or aggregated values the fast lane left to
     // PostgreSQL blocks the path. It and every record after it wait (in order, not counted,

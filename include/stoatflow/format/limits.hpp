@@ -20,5 +20,8 @@ constexpr std::size_t kMaxProtoTypes = 10000;
 // bytes of one decimal (128 bytes: 308 digits; more is a dead letter, not a big number).
 constexpr std::size_t kAvroMaxItems = 1000000;
 constexpr std::size_t kAvroMaxDecimalBytes = 128;
+// Writer schemas one Avro decoder keeps compiled (ids seen on a source's topics); beyond it the
+// programs are dropped and compiled again as their ids come back.
+constexpr std::size_t kAvroMaxPrograms = 10000;
 
 }  // namespace stoatflow::format

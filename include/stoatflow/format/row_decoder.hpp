@@ -8,6 +8,7 @@
 #include "stoatflow/format/csv_decoder.hpp"
 #include "stoatflow/format/dead_reason.hpp"
 #include "stoatflow/format/raw_row.hpp"
+#include "stoatflow/format/schema_source.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,11 +19,31 @@
 
 namespace stoatflow::format {
 
-enum class FormatKind { Json, Csv };
+enum class FormatKind { Json, Csv, Avro };
+
+// format 'avro' (README "Formats", Avro): exactly one of an inline writer schema (records are
+// the bare Avro body) and a schema registry (records are Confluent-framed: magic byte 0, a
+// 4-byte big-endian schema id, the body).
+struct AvroOptions {
+    std::string schema;                            // "schema": the writer schema, JSON text
+    std::string registry_url;                      // "schema_registry_url"
+    std::string registry_user, registry_password;  // basic auth; the password is a secret
+    // "reader_schema" (with a registry): the schema the columns were declared from; writer
+    // schemas resolve against it (defaults of fields a writer lacks). create_source stores the
+    // subject's latest version here when it derives the columns.
+    std::string reader_schema;
+    bool registry() const { return !registry_url.empty(); }
+};
 
 struct RecordFormat {
     FormatKind kind = FormatKind::Json;
-    CsvOptions csv;  // kind Csv
+    CsvOptions csv;    // kind Csv
+    AvroOptions avro;  // kind Avro
+    // Writer schemas by id for a format read through a registry, set by the layer that runs the
+    // source (parse_record_format leaves it empty; a decoder without it cannot read framed
+    // records: they are bad_schema_id).
+    std::shared_ptr<SchemaSource> schemas;
+    bool uses_registry() const { return kind == FormatKind::Avro && avro.registry(); }
 };
 
 // One entry of format_options: its value as text (nullopt: JSON null) and whether it was a JSON
@@ -38,6 +59,8 @@ struct FormatOption {
 // ones) or a bad value.
 RecordFormat parse_record_format(const std::string& format,
                                  const std::vector<FormatOption>& options);
+// The format's name alone (create_source checks it before its options): 22023 for an unknown one.
+FormatKind parse_format_name(const std::string& format);
 // 'json', 'csv' ...: the format's name as create_source takes it.
 const char* format_name(FormatKind kind);
 
@@ -51,6 +74,20 @@ public:
     virtual DeadReason decode(const char* payload, std::size_t len, bool first, RawRows& rows,
                               std::size_t row, bool& skip) = 0;
     virtual const std::string& detail() const = 0;
+    // False while the message cannot be decoded yet: the writer schema its payload's (or its
+    // key's) id names is still being fetched (SchemaSource::State::Pending). The worker then
+    // holds the record back, and every record after it, and asks again; it is no dead letter.
+    // Formats without schema ids: true.
+    virtual bool ready(const char* /*payload*/, std::size_t /*len*/, const char* /*key*/,
+                       std::size_t /*key_len*/) {
+        return true;
+    }
+    // A message key the format reads itself (a registry-framed Avro key): true with its text in
+    // `out` (`null`: the key's value is null, kafka_key NULL); false: the key is taken as it is.
+    virtual bool key_text(const char* /*key*/, std::size_t /*len*/, std::string& /*out*/,
+                          bool& /*null*/) {
+        return false;
+    }
 };
 
 // names and paths: the declared columns (paths: the JSON member paths; a CSV source's are

@@ -20,6 +20,7 @@
 
 struct rd_kafka_s;
 struct rd_kafka_queue_s;
+struct rd_kafka_message_s;
 
 namespace stoatflow::kafka {
 
@@ -75,9 +76,16 @@ public:
 
     // Waits up to timeout_ms for messages and hands out at most max of them. Partition
     // ends call on_eof(partition, end offset). Returns the number of messages handed out.
+    // `ready` (when given) is asked about every message of a batch before any is handed out: when
+    // it says no for one (its schema is still being fetched: format::RowDecoder::ready), nothing
+    // of the batch is handed out; the batch is held, and the next poll asks about it again
+    // (waiting up to kHeldBatchWaitMs of timeout_ms first) before it fetches anything new.
     std::size_t poll(std::size_t max, int timeout_ms,
                      const std::function<void(const Message&)>& on_message,
-                     const std::function<void(core::TopicPartition, std::int64_t)>& on_eof);
+                     const std::function<void(core::TopicPartition, std::int64_t)>& on_eof,
+                     const std::function<bool(const Message&)>& ready = nullptr);
+    // A batch is held (ready said no): nothing is handed out until it is ready.
+    bool holding() const { return !held_.empty(); }
 
     // Hand out each message's headers too (a source with columns: kafka_headers).
     void want_headers(bool on) { want_headers_ = on; }
@@ -120,6 +128,9 @@ private:
     std::int32_t last_topic_ = 0;  // the topic of the previous message: most likely the next's
     bool want_headers_ = false;
     std::vector<format::KafkaHeader> headers_;  // the current message's
+    std::vector<rd_kafka_message_s*> held_;     // a batch not ready yet (poll's `ready`)
+    // Held messages of one partition are dropped: it is read again from a new position.
+    void drop_held(core::TopicPartition tp);
 };
 
 // The consumer group a source's worker commits its (advisory) offsets under: one per database

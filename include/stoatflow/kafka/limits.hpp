@@ -16,5 +16,9 @@ constexpr std::size_t kMaxTopicNameBytes = 249;
 // drop_source removes the source's consumer group in Kafka within this time; a broker that is
 // down or slow does not hold the drop up longer (README "Removing a pipeline").
 constexpr int kDeleteGroupTimeoutMs = 3000;
+// A batch held back because a message's schema is still being fetched (Consumer::poll's
+// `ready`): how long a poll waits before it asks again. Short: the worker's loop (signals, the
+// commit cycle) runs between polls.
+constexpr int kHeldBatchWaitMs = 20;
 
 }  // namespace stoatflow::kafka

@@ -26,10 +26,24 @@ public:
 // Throws BadRegistryUrl naming what is wrong.
 void check_url(std::string_view url);
 
+// Who may point a source where (README "Security"): the host of a URL check_url accepts (an
+// IPv6 literal with its brackets), and whether a host names the database server itself or an
+// internal network without being resolved — localhost and *.localhost, and literal addresses
+// (IPv4 in any form the resolver reads, such as 127.1 or 0x7f000001) that are loopback,
+// unspecified, private (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (169.254/16,
+// fe80::/10: cloud metadata services), shared (100.64/10) or broadcast, IPv4-mapped included.
+std::string url_host(std::string_view url);
+bool internal_host(std::string_view host);
+// The same rule for an address a name resolved to (a sockaddr_in or sockaddr_in6).
+bool internal_address(const void* sockaddr);
+
 struct Endpoint {
     std::string url;  // "http://127.0.0.1:8081" or with a path prefix ("…/apis/ccompat/v7")
     std::string user, password;  // basic auth when user is not empty; the password is never shown
     long timeout_ms = 10000;     // per request, connecting included
+    // false: the client connects to no internal address (internal_address), whatever the host
+    // name resolves to; such a request is Unavailable, saying so.
+    bool internal_ok = true;
 };
 
 struct SchemaReference {

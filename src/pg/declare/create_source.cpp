@@ -4,8 +4,11 @@
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/core/column_list.hpp"
 #include "stoatflow/core/metadata_columns.hpp"
+#include "stoatflow/format/avro.hpp"
+#include "stoatflow/format/avro_rows.hpp"
 #include "stoatflow/format/row_decoder.hpp"
 #include "stoatflow/kafka/topics.hpp"
+#include "stoatflow/registry/client.hpp"
 
 #include <optional>
 #include <string>
@@ -97,11 +100,62 @@ void check_kafka_options(const OptText& brokers, const OptText& options) {
 }
 
 // format_options: a JSON object, judged by the format room (format::parse_record_format).
-void check_format_options(const OptText& options, const std::string& format) {
+format::RecordFormat check_format_options(const OptText& options, const std::string& format) {
     if (options) spi_exec("SELECT pg_catalog.jsonb_typeof($1::jsonb)", {arg_text(*options)});
     if (!options || spi_text(0, 1) != std::optional<std::string>("object"))
         bad("format_options must be a JSON object");
-    format::parse_record_format(format, read_format_options(*options));
+    return format::parse_record_format(format, read_format_options(*options));
+}
+
+// Declaration-time reads of the registry are bounded (README "Formats": the declaration fails
+// clearly when the registry cannot answer).
+constexpr long kDeclareRegistryTimeoutMs = 5000;
+
+// An Avro source without columns (README "Formats", Avro): the columns are the writer schema's
+// top-level fields — the inline schema's, or with a registry the reader_schema given or the
+// latest version of subject <first topic>-value, which is then stored as the reader_schema
+// (later versions resolve against it). `options` (format_options as stored) may gain it.
+std::string avro_columns(const format::RecordFormat& f, const std::string& topic, bool internal_ok,
+                         std::string& options) {
+    if (!f.uses_registry())
+        return format::avro_column_list(format::avro::Schema::parse(f.avro.schema));
+    if (!f.avro.reader_schema.empty())
+        return format::avro_column_list(format::avro::Schema::parse(f.avro.reader_schema));
+    registry::Endpoint e;
+    e.url = f.avro.registry_url;
+    e.user = f.avro.registry_user;
+    e.password = f.avro.registry_password;
+    e.timeout_ms = kDeclareRegistryTimeoutMs;
+    e.internal_ok = internal_ok;
+    const std::string subject = topic + "-value";
+    registry::Fetched got;
+    try {
+        registry::Client client(std::move(e));
+        got = client.latest(subject);
+    } catch (const registry::BadRegistryUrl&) {
+        check_registry_url(f.avro.registry_url);  // says what is wrong
+        throw;
+    }
+    if (got.outcome == registry::Outcome::NotFound)
+        throw Error(sqlstate::kUndefinedObject,
+                    "the schema registry has no subject \"" + subject + "\"",
+                    "Register the topic's value schema first, or declare the columns (then "
+                    "records are read by their writer schemas' ids alone).");
+    if (got.outcome != registry::Outcome::Found)
+        throw Error(sqlstate::kConnectionFailure,
+                    "cannot read the columns from the schema registry: " + got.detail,
+                    "A source without columns takes them from subject \"" + subject +
+                        "\" when it is declared; check the registry, or declare the columns.");
+    if (got.schema.type != "AVRO")
+        bad("subject \"" + subject + "\" holds a " + got.schema.type + " schema, not Avro",
+            "Use the format of the subject's schema.");
+    const std::string columns =
+        format::avro_column_list(format::avro::Schema::parse(got.schema.text));
+    spi_exec("SELECT ($1::jsonb OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object("
+             "'reader_schema', $2::jsonb))::text",
+             {arg_text(options), arg_text(got.schema.text)});
+    options = *spi_text(0, 1);
+    return columns;
 }
 
 // A CSV source's columns are positional (README "Formats", CSV): they need declaring, and take
@@ -141,8 +195,7 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
         bad("topic must not be NULL", "Name a Kafka topic, or several separated by commas.");
     const std::vector<std::string> topics = kafka::parse_topic_list(*r.topic);
     // The format's name first (its options after the Kafka options).
-    const format::FormatKind format_kind =
-        format::parse_record_format(r.format.value_or("<NULL>"), {}).kind;
+    const format::FormatKind format_kind = format::parse_format_name(r.format.value_or("<NULL>"));
     if (!r.start_offset)
         bad("unknown start_offset \"<NULL>\"",
             "Use 'earliest', 'latest' or a timestamp such as '2026-11-01 00:00:00+00'.");
@@ -152,14 +205,20 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
     if (future_ms && *future_ms < 0)
         bad("future_limit must be zero or positive (or NULL for no check)");
     check_kafka_options(r.brokers, r.kafka_options);
-    check_format_options(r.format_options, *r.format);
+    const format::RecordFormat record_format = check_format_options(r.format_options, *r.format);
     if (format_kind == format::FormatKind::Csv) check_csv_columns(r.columns);
+    OptText column_list = r.columns;
+    std::string format_options = *r.format_options;
+    const bool internal_ok =
+        record_format.uses_registry() && check_registry_url(record_format.avro.registry_url);
+    if (format_kind == format::FormatKind::Avro && !column_list)
+        column_list = avro_columns(record_format, topics.front(), internal_ok, format_options);
 
     OptText columns, key = r.key, event_time = r.event_time;
-    if (r.columns) {
+    if (column_list) {
         // key and event_time name columns (declared or metadata) of the row type, or are
         // expressions over it; stored as resolved along the caller's search_path.
-        columns = columns_json(*r.columns);
+        columns = columns_json(*column_list);
         key = check_row_column(*columns, "key", key, false, lookup);
         event_time = check_row_column(*columns, "event_time", event_time, true, lookup);
     } else {
@@ -185,7 +244,7 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
               arg_opt_text(key), arg_opt_text(event_time), arg_opt_int64(ooo_ms),
               arg_opt_int64(idle_ms), arg_text(start_offset), arg_text(*r.kafka_options),
               arg_int64(caller), arg_opt_int64(future_ms), arg_opt_text(columns),
-              arg_text(*r.format_options),
+              arg_text(format_options),
               SpiArg{TEXTARRAYOID, make_array(topic_elems, {}, TEXTOID)}});
     spi_exec("SELECT stoatflow._create_source_view($1, $2::bigint::oid::regrole)",
              {arg_text(name), arg_int64(caller)});

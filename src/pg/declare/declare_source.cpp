@@ -3,6 +3,7 @@
 // invoking role, and the caller's search_path.
 #include "stoatflow/core/error.hpp"
 #include "stoatflow/kafka/options.hpp"
+#include "stoatflow/registry/client.hpp"
 
 #include <librdkafka/rdkafka.h>
 
@@ -17,6 +18,7 @@
 #include "stoatflow/pg/catalog/row_type.hpp"
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/border/text.hpp"
+#include "stoatflow/pg/worker/registry_schemas.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -127,11 +129,7 @@ void stoatflow::pg::declare::check_kafka_config(const OptText& brokers,
     if (names.size() != values.size())
         throw Error(sqlstate::kInvalidParameterValue, "kafka option names and values do not match");
     // The role that called create_source (this runs inside it, as its definer).
-    const Oid caller = GetOuterUserId();
-    const bool may_read_files = pg_call([&] {
-        return superuser_arg(caller) || has_privs_of_role(caller, ROLE_PG_READ_SERVER_FILES);
-    });
-    check_kafka_options(*brokers, names, values, may_read_files);
+    check_kafka_options(*brokers, names, values, may_read_server_files(GetOuterUserId()));
 }
 
 // _check_kafka_config(brokers, option_names text[], option_values text[])
@@ -230,4 +228,21 @@ std::string stoatflow::pg::declare::caller_lookup_path() {
         value += (value.empty() ? "" : ", ") + quote_ident(name);
     if (value.empty()) value = "pg_catalog";
     return value;
+}
+
+bool stoatflow::pg::declare::may_read_server_files(Oid role) {
+    return pg_call(
+        [&] { return superuser_arg(role) || has_privs_of_role(role, ROLE_PG_READ_SERVER_FILES); });
+}
+
+bool stoatflow::pg::declare::check_registry_url(const std::string& url) {
+    check_registry_url_syntax(url);
+    const bool may = may_read_server_files(GetOuterUserId());
+    if (!may && registry::internal_host(registry::url_host(url)))
+        throw Error(sqlstate::kInsufficientPrivilege,
+                    "format option \"schema_registry_url\": host " + registry::url_host(url) +
+                        " is the database server itself or an internal network",
+                    "Only superusers and members of pg_read_server_files may point a source at "
+                    "such a registry (README \"Security\"); give the registry's public name.");
+    return may;
 }

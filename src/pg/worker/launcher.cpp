@@ -9,6 +9,7 @@
 #include "stoatflow/pg/limits.hpp"
 #include "stoatflow/pg/settings.hpp"
 #include "stoatflow/pg/border/spi.hpp"
+#include "stoatflow/pg/worker/progress_board.hpp"
 #include "stoatflow/pg/worker/worker.hpp"
 #include "stoatflow/pg/worker/worker_loop.hpp"
 
@@ -196,6 +197,7 @@ void run_launcher() {
 void on_shmem_request() {
     if (prev_shmem_request) prev_shmem_request();
     RequestAddinShmemSpace(MAXALIGN(sizeof(SharedState)));
+    RequestAddinShmemSpace(MAXALIGN(progress_board::shmem_size()));  // README "Progress"
 }
 
 void on_shmem_startup() {
@@ -204,6 +206,8 @@ void on_shmem_startup() {
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     shared = static_cast<SharedState*>(ShmemInitStruct("stoatflow", sizeof(SharedState), &found));
     if (!found) shared->launcher_latch = nullptr;
+    void* board = ShmemInitStruct("stoatflow progress", progress_board::shmem_size(), &found);
+    progress_board::shmem_init(board, found);
     LWLockRelease(AddinShmemInitLock);
 }
 

@@ -92,6 +92,16 @@ void check_field_path(const std::string& what, const std::string& path);
 void check_kafka_config(const OptText& brokers, const std::vector<std::string>& names,
                         const std::vector<std::string>& values);
 
+// A source's schema registry URL (README "Formats", "Who may point a source where"): one the
+// registry client will use (http or https, registry::check_url: 22023), and one whose host is
+// the database server itself or an internal network only for a caller who may read the server's
+// files (42501), as for kafka_options naming server files. Returns whether the caller may reach
+// internal addresses (the worker checks the addresses a host name resolves to by the same rule).
+bool check_registry_url(const std::string& url);
+// Superusers and members of pg_read_server_files: who may name server files in kafka_options and
+// point a source's registry at internal addresses (README "Security").
+bool may_read_server_files(Oid role);
+
 // The caller's search_path as schema names (see declare_source.cpp) and as a lookup path.
 std::vector<std::string> caller_schemas(bool keep_catalog);
 std::string caller_lookup_path();

@@ -6,6 +6,7 @@
 
 #include "stoatflow/kafka/consumer.hpp"
 #include "stoatflow/flow/record_path.hpp"
+#include "stoatflow/flow/progress_meter.hpp"
 #include "stoatflow/flow/worker_policy.hpp"
 
 #include <cstdint>
@@ -53,6 +54,11 @@ private:
     void note_skip(flow::RecordPath& path, core::TopicPartition tp, std::int64_t from,
                    std::int64_t to);
     std::string describe(core::TopicPartition tp) const;
+    // README "Progress": the numbers the views show, about once a second (progress.cpp).
+    void claim_progress();
+    void meter_progress(flow::RecordPath& path, core::Millis now);
+    void quiet_progress();
+    void forget_progress();
     void commit(bool final);
     void log_commit(std::int64_t seq, const CommitCounts& c, double ms);
     using PartitionStatus = std::vector<std::tuple<core::TopicPartition, std::int64_t, bool>>;
@@ -112,6 +118,10 @@ private:
     core::Millis partitions_checked_at_ = 0;
     // What the aggregations' code did wrong: kept across rebuilds of the pipeline.
     flow::UserCodeLedger ledger_;
+    flow::ProgressMeter meter_;
+    std::map<core::TopicPartition, int> board_entries_;  // → its entry of the progress board
+    bool progress_quiet_ = false;  // the entries say 0 records/s (paused, held, idle)
+    bool board_full_logged_ = false;
 };
 
 }  // namespace stoatflow::pg

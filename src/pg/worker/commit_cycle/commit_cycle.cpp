@@ -16,6 +16,8 @@
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/border/text.hpp"
 #include "stoatflow/pg/limits.hpp"
+#include "stoatflow/pg/declare/declare.hpp"
+#include "stoatflow/pg/worker/registry_schemas.hpp"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -39,6 +41,11 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
         }
         plan.paths = row_type->paths();
         plan.format = format::parse_record_format(src.format, src.format_options);
+        // A format read through a schema registry: its schemas, fetched off the hot path
+        // (README "Formats").
+        if (plan.format.uses_registry())
+            plan.format.schemas =
+                registry_schemas(plan.format, declare::may_read_server_files(src.owner));
         plan.key_col = row_type->index_of(src.key_path.empty() ? "kafka_key" : src.key_path);
         plan.time_col = row_type->index_of(src.event_time_path.empty() ? "kafka_timestamp"
                                                                        : src.event_time_path);

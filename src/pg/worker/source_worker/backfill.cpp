@@ -39,11 +39,24 @@ bool SourceWorker::hold_pending() {
 
 // ---- the backfill worker ----
 
-// Where a partition's backfill starts when it has no committed position yet.
+// Where a partition's backfill starts when it has no committed position yet. Where that is not
+// the position asked for (README "Backfill and start_from"), the server log names the
+// aggregation and says why: records deleted by retention, or none at or after the time yet.
 std::int64_t SourceWorker::backfill_start(const SourceDef& src, kafka::Consumer& consumer,
                                           core::TopicPartition tp, std::int64_t lo,
                                           std::int64_t hi) {
-    if (backfill_from_ == "earliest") return lo;
+    const auto say = [&](const std::string& what) {
+        const std::string msg = "aggregation \"" + backfill_name_ + "\": start_from " +
+                                backfill_from_ + ": " + describe(tp) + " " + what;
+        pg_call([&] { elog(LOG, "stoatflow backfill: %s", msg.c_str()); });
+    };
+    if (backfill_from_ == "earliest") {
+        if (lo > 0)
+            say("starts at offset " + std::to_string(lo) +
+                ", the earliest the topic still holds (records before it were deleted by the "
+                "topic's retention)");
+        return lo;
+    }
     if (backfill_from_ == "latest") return hi;
     core::Millis ms = 0;
     in_transaction([&] {
@@ -57,12 +70,13 @@ std::int64_t SourceWorker::backfill_start(const SourceDef& src, kafka::Consumer&
         std::max(lo, consumer.offset_for_time(topic, tp.partition, ms, kKafkaTimeoutMs));
     if (at == lo && lo > 0) {
         // The records before the log start are gone: some may have been at or after the time.
-        const std::string msg = "aggregation \"" + backfill_name_ + "\": start_from " +
-                                backfill_from_ + ": " + describe(tp) + " starts at offset " +
-                                std::to_string(lo) +
-                                ", the earliest the topic still holds (records before it were "
-                                "deleted by the topic's retention)";
-        pg_call([&] { elog(LOG, "stoatflow backfill: %s", msg.c_str()); });
+        say("starts at offset " + std::to_string(lo) +
+            ", the earliest the topic still holds (records before it were deleted by the "
+            "topic's retention)");
+    } else if (at >= hi && hi > lo) {
+        // Every record the partition holds is older than the time: it starts at the end.
+        say("has no record at or after that time yet: starts at its end, offset " +
+            std::to_string(at));
     }
     return at;
 }
@@ -92,6 +106,7 @@ void SourceWorker::read_limits() {
         held_ = spi_bool(0, 2).value_or(false);
     });
     limits_read_at_ = clock_.now();
+    if (gone) forget_progress();
     if (gone && pipeline_) drop_pipeline();  // the next start finds no row and leaves
 }
 
@@ -185,6 +200,7 @@ bool SourceWorker::backfill_step(core::Millis now) {
     status_moved_ = true;  // a commit even when nothing changed since the last one
     commit(true);
     joined_ = true;
+    forget_progress();
     std::string at;
     for (const auto& [tp, h] : high_)
         at += (at.empty() ? "" : ", ") + describe(tp) + " at " + std::to_string(limit_of(tp));

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -61,6 +62,7 @@ void SourceWorker::step() {
         if (h > pos && pipeline_->path().watermark().partition_max(tp.id()) == core::kNoTime)
             pipeline_->path().watermark().data_pending(tp.id());
     }
+    meter_progress(pipeline_->path(), now);  // README "Progress"
     pipeline_->path().tick(now);
     // The idle flags are reported with the partitions: a change is worth a commit.
     for (auto& [tp, high] : high_) {
@@ -75,6 +77,14 @@ void SourceWorker::step() {
     eof_seen_ = false;
     const std::string err = consumer_->take_error();
     if (!err.empty()) status_rule_.broker_error(now, err);
+    // Records wait for their writer schemas while the schema registry cannot answer: the
+    // source shows the registry's error like a broker's (README "Formats"); nothing is a dead
+    // letter, and the cache retries with backoff.
+    if (const format::RecordFormat* f = pipeline_->path().row_format();
+        f != nullptr && f->schemas && consumer_->holding()) {
+        const std::string why = f->schemas->unavailable();
+        if (!why.empty()) status_rule_.broker_error(now, why);
+    }
     if (progress) status_rule_.progress(now);
     show_status(now);
 
@@ -99,6 +109,14 @@ void SourceWorker::step() {
 // One batch from the consumer through the record path; true if records came. Also what the
 // consume thread runs: it touches the consumer and the record path, nothing of PostgreSQL.
 bool SourceWorker::consume(flow::RecordPath& path, int timeout_ms, core::Millis now) {
+    // A format with schema ids: a batch waits until the schemas of all its records were fetched
+    // (format::RowDecoder::ready); held, it is asked about again at the next poll.
+    const format::RecordFormat* f = path.row_format();
+    std::function<bool(const kafka::Message&)> ready;
+    if (f != nullptr && f->schemas)
+        ready = [&path](const kafka::Message& m) {
+            return path.ready(m.payload, m.len, m.key, m.key_len);
+        };
     return consumer_->poll(
                kPollBatch, timeout_ms,
                [&](const kafka::Message& m) {
@@ -112,7 +130,8 @@ bool SourceWorker::consume(flow::RecordPath& path, int timeout_ms, core::Millis 
                    // A backfill's position never passes the source's (records it skipped).
                    if (backfill_ != 0 && end > limit_of(tp)) return;
                    offsets_moved_ |= path.end_of_partition(tp, end, now);
-               }) > 0;
+               },
+               ready) > 0;
 }
 
 // The background step while a commit is written: consume on, within the bounds of one
@@ -124,7 +143,9 @@ bool SourceWorker::consume_while_writing(flow::RecordPath& path) {
         path.pending_changes() >= core::CommitPolicy::kMaxChangedWindowsCatchingUp ||
         path.pending_segments() >= core::CommitPolicy::kMaxSegmentsPerCommit)
         return false;
-    consume(path, kPollWhileWritingMs, clock_.now());
+    const core::Millis now = clock_.now();
+    consume(path, kPollWhileWritingMs, now);
+    meter_progress(path, now);  // a long commit does not hide the progress
     return true;
 }
 

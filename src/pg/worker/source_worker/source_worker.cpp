@@ -170,11 +170,16 @@ SourceWorker::Start SourceWorker::start() {
     // within kIdleCheckMs.
     if (paused) {
         set_status("paused", status_rule_.last_error());
+        quiet_progress();
         return Start::NoAggregations;
     }
-    if (held) return Start::NoAggregations;  // a backfill joins at the committed positions
+    if (held) {  // a backfill joins at the committed positions
+        quiet_progress();
+        return Start::NoAggregations;
+    }
     if (aggs.empty()) {
         set_status("idle", "");
+        quiet_progress();
         return Start::NoAggregations;
     }
     const std::string name = src->name;
@@ -256,6 +261,12 @@ SourceWorker::Start SourceWorker::start() {
         }
     }
     consumer->assign(src->topics, starts);
+    // README "Progress": rates measured afresh, from these positions.
+    meter_.start(clock_.now());
+    for (const auto& s : starts)
+        if (s.offset >= 0) meter_.observe(s.tp, s.offset, high_[s.tp]);
+    claim_progress();
+    progress_quiet_ = false;
     partitions_ = counts;
     partitions_checked_at_ = clock_.now();
     idle_shown_.clear();
