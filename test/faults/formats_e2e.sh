@@ -34,8 +34,10 @@ trap e2e_cleanup EXIT
 EVENTS=${FORMATS_E2E_EVENTS:-20000}
 KEYS=256
 NCHUNKS=8 # 96 minutes of event time: windows close under the hour of out-of-orderness
-# FORMATS_E2E_FORMATS: the formats to run (json first: the reference); default all four.
-read -r -a FORMATS <<<"${FORMATS_E2E_FORMATS:-json avro proto csv}"
+# FORMATS_E2E_FORMATS: the formats to run (json first: the reference). FOLLOW-UP: the default
+# gains proto once format => 'protobuf' is in main (it passed with "json proto csv" on that
+# branch's build); until then "json avro proto csv" by hand on a build that has it.
+read -r -a FORMATS <<<"${FORMATS_E2E_FORMATS:-json avro csv}"
 [ "${FORMATS[0]}" = json ] || { echo "formats_e2e: FORMATS_E2E_FORMATS must start with json" >&2; exit 2; }
 COLUMNS='user_id text, ts bigint, amount bigint'
 registry_python >/dev/null || fail "python3-avro / python3-protobuf missing"
