@@ -9,7 +9,7 @@
 # scenarios in FAULTS_KAFKA_SCENARIOS: by default "broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress registry_outage formats_e2e",
 # the ones about the broker (2.5-3.5 min; all eight take 5-8 min there), progress (a
 # 5,000,000-record catch-up and backfill: 1-1.5 min more), and the registry's (registry_outage
-# 49 s, formats_e2e 30 s); "all" for every one.
+# 49-60 s, formats_e2e 30-45 s); "all" for every one.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
