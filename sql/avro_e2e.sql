@@ -8,7 +8,8 @@
 -- schema versions read through the subject's latest (the reader schema stored at declaration),
 -- an unknown id (bad_schema_id), a wrong magic byte (bad_avro); then the registry answering 500
 -- while a new schema id arrives: status 'error' naming the registry, nothing dead-lettered, and
--- the exact result once it answers again. Last, the declaration errors.
+-- then slower than the client's timeout, and the exact result once it answers again; nested
+-- records through PATH; Avro-encoded keys. Last, the declaration errors.
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS stoatflow;
 RESET client_min_messages;
@@ -180,6 +181,20 @@ SELECT status, last_error LIKE '%' || :'reg_url' || '%' AS names_registry,
        last_error LIKE '%500%' AS says_500, last_error LIKE '%Secret%' AS shows_password
   FROM stoatflow.sources WHERE source_name = 'reg';
 SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'reg';
+-- Slower than the client's timeout (10 s): the same, the error saying so.
+\! /usr/bin/python3 registry/mini_registry.py mode reg slow
+DO $$
+BEGIN
+    FOR i IN 1..400 LOOP
+        EXIT WHEN (SELECT last_error FROM stoatflow.sources WHERE source_name = 'reg')
+                  LIKE '%timed out%';
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END $$;
+SELECT status, last_error LIKE '%' || :'reg_url' || '%' AS names_registry,
+       last_error LIKE '%timed out%' AS says_timed_out
+  FROM stoatflow.sources WHERE source_name = 'reg';
+SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'reg';
 -- It answers again: the held records are read (the cache retries with backoff), exactly.
 \! /usr/bin/python3 registry/mini_registry.py mode reg ok
 SELECT stoatflow.wait_caught_up('reg', '90 seconds');
@@ -213,6 +228,49 @@ SET client_min_messages = warning;
 SELECT stoatflow.drop_source('reg', "cascade" => true);
 RESET client_min_messages;
 DROP TABLE reg_5m, reg_region;
+
+-- Nested records through PATH, a null branch on the way (its column NULL), timestamp-micros and
+-- decimal, into declared columns of an inline schema.
+\set n_schema '{"type": "record", "name": "N", "fields": [{"name": "user", "type": {"type": "record", "name": "U", "fields": [{"name": "id", "type": "string"}, {"name": "geo", "type": ["null", {"type": "record", "name": "G", "fields": [{"name": "country", "type": "string"}]}]}]}}, {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-micros"}}, {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2}}]}'
+CREATE TABLE ev3 (seq int, uid text, country text, ts timestamptz, price numeric(9, 2));
+INSERT INTO ev3
+SELECT i, 'u' || i % 3, CASE WHEN i % 4 = 0 THEN NULL ELSE (ARRAY['de', 'fr'])[1 + i % 2] END,
+       timestamptz '2026-11-30 09:00:00+00' + i * interval '1 minute' + i * interval '7 microseconds',
+       round((i * 1.37)::numeric, 2) - 5
+  FROM generate_series(1, 40) i;
+\pset format unaligned
+\pset tuples_only on
+SELECT :'n_schema' \g nested.avsc
+SELECT json_build_object('user', json_build_object('id', uid,
+           'geo', CASE WHEN country IS NULL THEN NULL ELSE json_build_object('country', country) END),
+       'ts', to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'price', price::text)
+  FROM ev3 ORDER BY seq
+\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_nested 0 nested.avsc
+\pset format aligned
+\pset tuples_only off
+BEGIN;
+SELECT stoatflow.create_source('nested', 'e2e_avro_nested', :'brokers', format => 'avro',
+    format_options => jsonb_build_object('schema', :'n_schema'::jsonb),
+    columns => 'uid text PATH ''$.user.id'', country text PATH ''$.user.geo.country'', ts timestamptz, price numeric',
+    key => 'uid', event_time => 'ts', max_out_of_orderness => '0');
+SELECT stoatflow.create_aggregation('nested_1d', 'nested', stoatflow.tumbling('1 day'),
+    'count(*) AS n, count(country) AS with_country, sum(price) AS total, max(ts) AS last_ts',
+    'nested_1d', group_by => 'uid');
+COMMIT;
+SELECT stoatflow.wait_caught_up('nested', '60 seconds');
+SELECT 'sink only' AS side, * FROM (
+  SELECT key, n, with_country, total, last_ts FROM nested_1d
+  EXCEPT SELECT uid, count(*), count(country), sum(price), max(ts) FROM ev3 GROUP BY uid) d
+UNION ALL
+SELECT 'oracle only', * FROM (
+  SELECT uid, count(*), count(country), sum(price), max(ts) FROM ev3 GROUP BY uid
+  EXCEPT SELECT key, n, with_country, total, last_ts FROM nested_1d) d;
+SELECT count(*) AS keys, sum(n) AS records FROM nested_1d;
+SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'nested';
+SET client_min_messages = warning;
+SELECT stoatflow.drop_source('nested', "cascade" => true);
+RESET client_min_messages;
+DROP TABLE nested_1d;
 
 -- Avro-encoded keys (registry-framed, with their own schema ids): kafka_key is the key's
 -- value as text, a record key's JSON text; a key that is no frame is taken as it is.

@@ -196,3 +196,6 @@ SET client_min_messages = warning;  -- the drop NOTICEs differ by broker and tim
 SELECT stoatflow.drop_source(s, "cascade" => true) FROM unnest(ARRAY['as_json', 'as_csv']) s;
 RESET client_min_messages;
 DROP TABLE as_json_5m, as_csv_5m, as_json_notes, as_csv_notes;
+-- Its own tables go, so that later tests may use the same names.
+DROP TABLE ev, lines CASCADE;
+DROP FUNCTION csv_field(text, boolean);

@@ -580,6 +580,35 @@ SELECT a.aggregation_name, s.source_name, a.kind AS window_kind, a.emit, a.sink,
        HAVING count(*) > 0) w ON true;
 
 ------------------------------------------------------------------------------------------
+-- Roll-ups (README "Roll-ups")
+------------------------------------------------------------------------------------------
+
+-- A roll-up's records are the closed windows of another aggregation of the same source (its
+-- upstream, created before it: no cycle can be declared); NULL: the source's records.
+ALTER TABLE stoatflow.aggregation ADD COLUMN upstream_id integer;
+
+-- An upstream cannot be dropped while roll-ups read it; drop_source(cascade => true) drops them
+-- all in one transaction, so the check runs at commit (as the extension's owner, who reads the
+-- catalog).
+CREATE FUNCTION stoatflow._rollups_dropped() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    names text;
+BEGIN
+    SELECT string_agg(a.aggregation_name, ', ' ORDER BY a.aggregation_name) INTO names
+      FROM stoatflow.aggregation a WHERE a.upstream_id = OLD.aggregation_id;
+    IF names IS NOT NULL THEN
+        RAISE EXCEPTION 'aggregation "%" is the upstream of roll-ups: %', OLD.aggregation_name, names
+            USING ERRCODE = 'dependent_objects_still_exist',
+                  HINT = 'Drop those roll-ups first with stoatflow.drop_aggregation().';
+    END IF;
+    RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION stoatflow._rollups_dropped() FROM PUBLIC;
+CREATE CONSTRAINT TRIGGER aggregation_rollups_dropped AFTER DELETE ON stoatflow.aggregation
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stoatflow._rollups_dropped();
+
+------------------------------------------------------------------------------------------
 -- Formats (README "Formats")
 ------------------------------------------------------------------------------------------
 

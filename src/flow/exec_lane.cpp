@@ -81,7 +81,7 @@ void ExecLane::note(RecordPath& p, const ExecRecord& r, DeadReason reason,
 
 bool ExecLane::fast_usable(const RecordPath& p, const std::vector<format::BadValue>& bad) const {
     for (const auto& a : p.aggs_)
-        if (!a.executor && RecordPath::bad_of(a, bad) == nullptr) return true;
+        if (!a.executor && a.of_source() && RecordPath::bad_of(a, bad) == nullptr) return true;
     return false;
 }
 
@@ -128,7 +128,8 @@ std::optional<core::Millis> ExecLane::admit(RecordPath& p, const ExecRecord& r, 
     const core::Millis w = p.watermark_.observe(r.tp.id(), time, r.now);
     if (w != p.w_at_commit_ && p.w_moved_at_ == 0) p.w_moved_at_ = r.now;
     for (auto& a : aggs) {
-        if (a.executor || (has_bad && RecordPath::bad_of(a, *bad) != nullptr)) continue;
+        if (a.executor || !a.of_source() || (has_bad && RecordPath::bad_of(a, *bad) != nullptr))
+            continue;
         const std::size_t naggs = a.value_index.size();
         a.values.resize(naggs);
         for (std::size_t k = 0; k < naggs; ++k)

@@ -7,6 +7,8 @@
 #include "stoatflow/flow/exec_lane.hpp"
 #include "stoatflow/flow/json_lane.hpp"
 
+#include "stoatflow/core/error.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -36,6 +38,21 @@ RecordPath::RecordPath(const RecordPathConfig& config)
             def.spec, def.aggregates, def.emit, def.retention, def.segment_interval, def.external);
         if (def.committed_emit) a.engine->restore_committed_under(*def.committed_emit);
         a.executor = def.external != nullptr;
+        if (def.upstream >= 0) {
+            // README "Roll-ups": an upstream listed before it, on the fast path (its finals carry
+            // built-in cells), and no source field read.
+            const auto up = static_cast<std::size_t>(def.upstream);
+            if (up >= aggs_.size() || aggs_[up].executor || a.executor)
+                throw Error(sqlstate::kDataCorrupted,
+                            "roll-up \"" + def.name + "\" has no upstream it can read");
+            const Aggregation& u = aggs_[up];
+            a.rollup = rollup_input(up, u.name, u.engine->spec(), u.engine->layout().specs(),
+                                    u.lag(), def.spec, def.aggregates);
+            a.value_index.assign(def.aggregates.size(), -1);
+            a.values.resize(def.aggregates.size());
+            aggs_.push_back(std::move(a));
+            continue;
+        }
         for (const auto& s : def.aggregates) {
             int idx = -1;
             for (std::size_t i = 0; i < paths.size(); ++i)
@@ -65,7 +82,23 @@ void RecordPath::restore_progress(const std::string& watermark_state, std::int64
 }
 
 void RecordPath::restore_window(std::size_t aggregation, const core::WindowStateRow& row) {
-    aggs_[aggregation].engine->restore(row, w_at_commit_);
+    Aggregation& a = aggs_[aggregation];
+    a.engine->restore(row, rollup_watermark(w_at_commit_, a.lag()));
+}
+
+bool RecordPath::seed_rollup(std::size_t aggregation, const std::string& key, core::Millis start,
+                             const std::vector<core::Value>& values) {
+    Aggregation& a = aggs_[aggregation];
+    if (!a.rollup || start % a.rollup->tile != 0 || values.size() != a.value_index.size())
+        return false;
+    const core::Millis w = rollup_watermark(w_at_commit_, a.lag());
+    // Final upstream windows start at or below the roll-up's watermark; those above it are
+    // still open upstream and come with their close.
+    if (w != core::kNoTime && start > w) return false;
+    const core::WindowSpec& spec = a.engine->spec();
+    if (spec.is_closed(core::floor_to(start, spec.advance) + spec.size, w)) return false;
+    a.engine->process(key, start, values.data(), w);
+    return true;
 }
 
 std::vector<std::pair<std::string, std::size_t>> RecordPath::aggregation_memory() const {
@@ -236,7 +269,7 @@ bool RecordPath::judge_values(core::TopicPartition tp, std::int64_t offset, cons
                               std::size_t len, Staged& st) {
     const auto& bad = st.record.bad;
     bool usable = false;
-    for (const auto& a : aggs_) usable |= bad_of(a, bad) == nullptr;
+    for (const auto& a : aggs_) usable |= a.of_source() && bad_of(a, bad) == nullptr;
     if (!usable) {
         dead_.push_back(RecordJudge::dead_letter(tp, offset, bad.front().error, bad.front().detail,
                                                  payload, len));
@@ -259,6 +292,7 @@ void RecordPath::drain() {
     if (staged_ == 0) return;
     for (std::size_t ai = 0; ai < aggs_.size(); ++ai) {
         Aggregation& a = aggs_[ai];
+        if (!a.of_source()) continue;  // a roll-up: fed at the snapshot
         const std::size_t naggs = a.value_index.size();
         a.values.resize(staged_ * naggs);
         a.refs.resize(staged_);
@@ -292,10 +326,19 @@ CommitSnapshot RecordPath::take_snapshot(core::Millis now, const AggregationScop
     snap.aggs.resize(aggs_.size());
     for (std::size_t i = 0; i < aggs_.size(); ++i) {
         auto& engine = *aggs_[i].engine;
+        // README "Roll-ups": an upstream flushes first (it is listed before); its finals are the
+        // roll-up's records, judged against the roll-up's watermark at its previous flush (below
+        // the start of every upstream window still open then), before the roll-up flushes with
+        // its own watermark — in this same snapshot, so in the commit that makes them final.
+        const core::Millis w = rollup_watermark(snap.watermark, aggs_[i].lag());
+        if (const auto& in = aggs_[i].rollup)
+            feed_rollup(snap.aggs[in->upstream].out, aggs_[in->upstream].engine->layout(), *in,
+                        engine, rollup_watermark(w_at_commit_, in->lag));
+        snap.aggs[i].watermark = w;
         if (scope && aggs_[i].executor)
-            scope(i, [&] { engine.flush(snap.watermark, snap.aggs[i].out); });
+            scope(i, [&] { engine.flush(w, snap.aggs[i].out); });
         else
-            engine.flush(snap.watermark, snap.aggs[i].out);
+            engine.flush(w, snap.aggs[i].out);
         snap.aggs[i].stats = engine.stats();
         snap.aggs[i].stats.filtered = aggs_[i].filtered;
         snap.aggs[i].open_windows = static_cast<std::int64_t>(engine.open_windows());

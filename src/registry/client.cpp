@@ -155,6 +155,15 @@ bool internal_address(const void* sockaddr) {
     return true;  // no other family is a registry's
 }
 
+// libcurl calls this about once a second and more often while bytes move: nonzero ends the
+// transfer (CURLE_ABORTED_BY_CALLBACK).
+namespace {
+int on_progress(void* cancelled, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+    return static_cast<const std::atomic<bool>*>(cancelled)->load(std::memory_order_relaxed) ? 1
+                                                                                             : 0;
+}
+}  // namespace
+
 struct Client::Curl {
     CURL* handle = nullptr;
     curl_slist* headers = nullptr;
@@ -192,6 +201,11 @@ Fetched Client::get(const std::string& path, bool by_id, std::uint32_t id) {
     std::string body;
     char error[CURL_ERROR_SIZE] = {0};
     const std::string url = endpoint_.url + path;
+    const std::string where = "schema registry " + endpoint_.url;
+    if (cancelled_.load(std::memory_order_relaxed)) {
+        f.detail = where + ": the request was cancelled";
+        return f;
+    }
     curl_easy_reset(h);
     curl_easy_setopt(h, CURLOPT_URL, url.c_str());
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -206,6 +220,9 @@ Fetched Client::get(const std::string& path, bool by_id, std::uint32_t id) {
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(h, CURLOPT_NETRC, static_cast<long>(CURL_NETRC_IGNORED));
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &cancelled_);
     if (!endpoint_.user.empty()) {
         curl_easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
         curl_easy_setopt(h, CURLOPT_USERNAME, endpoint_.user.c_str());
@@ -216,7 +233,6 @@ Fetched Client::get(const std::string& path, bool by_id, std::uint32_t id) {
         curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, open_socket);
         curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, &guard);
     }
-    const std::string where = "schema registry " + endpoint_.url;
     const CURLcode rc = curl_easy_perform(h);
     if (rc != CURLE_OK && guard.refused) {
         f.detail = where + ": its host resolves to an internal address (loopback, private or "

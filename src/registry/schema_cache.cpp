@@ -19,6 +19,7 @@ SchemaCache::~SchemaCache() {
         std::lock_guard<std::mutex> lock(mu_);
         stop_ = true;
     }
+    if (client_) client_->cancel();  // a request in flight does not hold the destructor up
     wake_.notify_all();
     if (thread_.joinable()) thread_.join();
 }

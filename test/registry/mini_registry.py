@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -106,6 +107,15 @@ def serve(directory):
     os.rename(os.path.join(directory, "url.tmp"), os.path.join(directory, "url"))
     with open(os.path.join(directory, "pid"), "w") as f:
         f.write(str(os.getpid()))
+    # A test that stops early leaves no registry behind: it exits once its directory is gone
+    # (pg_regress.sh removes the scratch tree) or after an hour.
+    def watch():
+        started = time.time()
+        while os.path.isdir(directory) and time.time() - started < 3600:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
     server.serve_forever()
 
 

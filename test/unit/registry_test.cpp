@@ -255,4 +255,35 @@ TEST(SchemaCache, RetriesARegistryThatCannotAnswerAndSaysWhy) {
     EXPECT_EQ(calls.load(), 3);
 }
 
+TEST(SchemaCache, ARequestInFlightDoesNotHoldTheDestructorUp) {
+    // The registry answers after 4 s, the client would wait up to 10 s: destroying the cache
+    // (a pipeline rebuilt, the worker stopping) cancels the request instead of waiting for it.
+    FakeRegistry reg([](const std::string&) { return Reply{200, R"({"schema":"late"})", 4s}; });
+    std::chrono::steady_clock::duration took{};
+    {
+        auto cache = std::make_unique<SchemaCache>(at(reg.url(), 10000));
+        EXPECT_EQ(cache->lookup(1).state, SchemaCache::State::Pending);
+        std::this_thread::sleep_for(300ms);  // the request is in flight
+        const auto t0 = std::chrono::steady_clock::now();
+        cache.reset();
+        took = std::chrono::steady_clock::now() - t0;
+    }
+    EXPECT_LT(took, 2500ms);
+}
+
+TEST(RegistryClient, ACancelledClientAsksNothingMore) {
+    std::atomic<int> calls{0};
+    FakeRegistry reg([&](const std::string&) {
+        ++calls;
+        return Reply{200, R"({"schema":"s"})"};
+    });
+    Client c(at(reg.url()));
+    EXPECT_EQ(c.schema_by_id(1).outcome, Outcome::Found);
+    c.cancel();
+    const Fetched f = c.schema_by_id(1);
+    EXPECT_EQ(f.outcome, Outcome::Unavailable);
+    EXPECT_NE(f.detail.find("cancelled"), std::string::npos) << f.detail;
+    EXPECT_EQ(calls.load(), 1);
+}
+
 }  // namespace

@@ -18,6 +18,7 @@
 #include "stoatflow/format/row_extractor.hpp"
 #include "stoatflow/flow/limits.hpp"
 #include "stoatflow/flow/record_judge.hpp"
+#include "stoatflow/flow/rollup.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +56,8 @@ struct CommitSnapshot {
         std::int64_t open_windows = 0;
         std::int64_t keys_with_open_windows = 0;
         std::int64_t memory_bytes = 0;  // the engine's heap (WindowedAggregation::memory_bytes)
+        // The watermark it flushed with: the source's, or a roll-up's own (README "Roll-ups").
+        core::Millis watermark = core::kNoTime;
     };
     std::vector<Aggregation> aggs;  // in the path's aggregation order
 };
@@ -116,6 +119,10 @@ struct RecordPathConfig {
         // The emit strategy its committed state was written under (nullopt: `emit`); it differs
         // after alter_aggregation (README "Altering an aggregation").
         std::optional<core::EmitStrategy> committed_emit;
+        // A roll-up (README "Roll-ups"): its records are the final windows of aggregation
+        // `upstream` (an index below its own, of the built-in fast path), not the source's
+        // records. -1: an aggregation of the source.
+        int upstream = -1;
     };
     std::vector<Aggregation> aggregations;
 };
@@ -157,6 +164,12 @@ public:
         next_offsets_[tp] = next_offset;
     }
     void restore_window(std::size_t aggregation, const core::WindowStateRow& row);
+    // README "Roll-ups": a roll-up that never committed starts from its upstream's sink. One
+    // final upstream window (key, window_start, per roll-up aggregate the value it reads) is
+    // folded when the roll-up reads it (a tile) and a roll-up window holding it is still open;
+    // after restore_progress, before the first record. Returns whether it was folded.
+    bool seed_rollup(std::size_t aggregation, const std::string& key, core::Millis start,
+                     const std::vector<core::Value>& values);
 
     // The per-record path. Records are decoded and judged against the watermark at once, then
     // run through the engines in batches (drain(), also called by take_snapshot()).
@@ -344,6 +357,10 @@ private:
         std::vector<core::WindowedAggregation::RecordRef> refs;
         bool executor = false;      // fed by exec_feed's folds
         std::int64_t filtered = 0;  // since the path was built (stats `filtered`)
+        // A roll-up: fed by take_snapshot from its upstream's finals, never by the lanes.
+        std::optional<RollupInput> rollup;
+        bool of_source() const { return !rollup; }
+        core::Millis lag() const { return rollup ? rollup->lag : 0; }
     };
     struct Staged {
         format::Decoded record;

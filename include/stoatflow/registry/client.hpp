@@ -7,6 +7,7 @@
 #pragma once
 #include "stoatflow/core/no_postgres.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -85,10 +86,15 @@ public:
 
     const Endpoint& endpoint() const { return endpoint_; }
 
+    // From any thread: a request in flight ends within about a second (libcurl's progress
+    // callback sees it), and every later one at once, as Unavailable.
+    void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+
 private:
     Fetched get(const std::string& path, bool by_id, std::uint32_t id);
 
     Endpoint endpoint_;
+    std::atomic<bool> cancelled_{false};
     struct Curl;
     std::unique_ptr<Curl> curl_;
 };

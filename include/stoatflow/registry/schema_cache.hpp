@@ -28,7 +28,7 @@ public:
     using Fetcher = std::function<Fetched(std::uint32_t)>;
     explicit SchemaCache(Endpoint endpoint);
     explicit SchemaCache(Fetcher fetcher);
-    ~SchemaCache();  // stops the thread (a request in flight ends within the endpoint's timeout)
+    ~SchemaCache();  // stops the thread (a request in flight is cancelled: about a second)
     SchemaCache(const SchemaCache&) = delete;
     SchemaCache& operator=(const SchemaCache&) = delete;
 

@@ -124,7 +124,7 @@ const char* kAggregationColumns =
     "(SELECT p.closed_through_ms FROM stoatflow.aggregation_progress p WHERE p.aggregation_id "
     "OPERATOR(pg_catalog.=) aggregation.aggregation_id), "
     "(SELECT p.state_emit FROM stoatflow.aggregation_progress p WHERE p.aggregation_id "
-    "OPERATOR(pg_catalog.=) aggregation.aggregation_id) "
+    "OPERATOR(pg_catalog.=) aggregation.aggregation_id), upstream_id "
     "FROM stoatflow.aggregation ";
 
 AggregationDef aggregation_from_row(std::uint64_t r) {
@@ -153,6 +153,7 @@ AggregationDef aggregation_from_row(std::uint64_t r) {
     a.source_id = static_cast<std::int32_t>(*spi_int64(r, 21));
     if (const auto closed = spi_int64(r, 22)) a.spec.closed_through = *closed;
     if (const auto emit = spi_text(r, 23)) a.committed_emit = core::emit_strategy_from_name(*emit);
+    if (const auto up = spi_int64(r, 24)) a.upstream_id = static_cast<std::int32_t>(*up);
     return a;
 }
 }  // namespace

@@ -36,6 +36,19 @@ STOATFLOW_FUNCTION(stoatflow_alter_aggregation) {
     core::AggregationParams before{def.spec, def.emit, def.retention, def.segment_interval};
     before.spec.closed_through = core::kNoTime;
     const core::AlterPlan plan = core::plan_alter(before, request);
+    // README "Roll-ups": a roll-up's watermark trails its upstream's by the upstream's size +
+    // grace; a smaller grace would move it ahead past windows not yet delivered to it.
+    if (plan.after.spec.grace < def.spec.grace &&
+        spi_exec("SELECT pg_catalog.string_agg(a.aggregation_name, ', ' ORDER BY "
+                 "a.aggregation_name) FROM stoatflow.aggregation a WHERE a.upstream_id "
+                 "OPERATOR(pg_catalog.=) $1 HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0",
+                 {arg_int32(def.id)}) > 0)
+        throw Error(sqlstate::kFeatureNotSupported,
+                    "the grace of aggregation \"" + name +
+                        "\" cannot be lowered: roll-ups read it (" + spi_text(0, 1).value_or("") +
+                        ")",
+                    "A larger grace is fine. To lower it, drop those roll-ups, alter, and create "
+                    "them again.");
     for (const std::string& notice : plan.notices)
         pg_call([&] { ereport(NOTICE, (errmsg("%s", notice.c_str()))); });
     if (plan.changes)

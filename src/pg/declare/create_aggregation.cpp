@@ -8,6 +8,7 @@
 #include "stoatflow/core/metadata_columns.hpp"
 #include "stoatflow/core/names.hpp"
 #include "stoatflow/core/window_spec.hpp"
+#include "stoatflow/flow/rollup.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -249,6 +250,60 @@ StartFrom start_from(const OptText& value, const std::string& name, const std::s
 
 SpiArg arg_opt_text(const OptText& text) { return text ? arg_text(*text) : arg_null(TEXTOID); }
 
+// README "Roll-ups": `source` names an aggregation when no source has that name. Its windows are
+// the roll-up's records: the caller must be a member of its owner's role or may read its sink.
+std::optional<AggregationDef> upstream_of(const OptText& source, Oid caller) {
+    if (!source ||
+        spi_exec("SELECT 1 FROM stoatflow.source s WHERE s.source_name = $1", {arg_text(*source)}) >
+            0 ||
+        spi_exec("SELECT 1 FROM stoatflow.aggregation a WHERE a.aggregation_name = $1",
+                 {arg_text(*source)}) == 0)
+        return std::nullopt;
+    AggregationDef up = load_aggregation(*source);
+    spi_exec("SELECT pg_catalog.pg_has_role($1::oid, $2::oid, 'MEMBER') OR coalesce("
+             "pg_catalog.has_table_privilege($1::oid, $3::oid, 'SELECT'), false)",
+             {arg_int64(caller), arg_int64(up.owner), arg_int64(up.sink)});
+    if (!spi_bool(0, 1).value_or(false))
+        throw Error(sqlstate::kInsufficientPrivilege,
+                    "permission denied to roll up aggregation \"" + *source + "\"",
+                    "A roll-up reads the windows of aggregation \"" + *source + "\": its owner (" +
+                        role_name(up.owner) +
+                        ") can allow it with GRANT "
+                        "SELECT on its sink " +
+                        up.sink_schema + "." + up.sink_table + ".");
+    if (up.executor)
+        throw Error(sqlstate::kFeatureNotSupported,
+                    "aggregation \"" + *source +
+                        "\" runs PostgreSQL's executor: a roll-up reads built-in aggregates only",
+                    "Roll up an aggregation of count, sum, min and max over the source's fields "
+                    "(without group_by or filter).");
+    return up;
+}
+
+// The route of a roll-up: the built-in aggregates over the upstream's columns, by the record
+// path's own rule (flow::rollup_input).
+std::vector<core::AggSpec> rollup_aggregates(const AggregationRequest& r, const AggregationDef& up,
+                                             const core::WindowSpec& spec,
+                                             const std::string& upstream) {
+    if (r.group_by || r.filter)
+        throw Error(sqlstate::kFeatureNotSupported, "a roll-up takes no group_by or filter",
+                    "Its key is the key of aggregation \"" + upstream +
+                        "\"; filter the records there.");
+    if (r.start_from)
+        throw Error(sqlstate::kFeatureNotSupported, "a roll-up takes no start_from",
+                    "It reads the windows of aggregation \"" + upstream +
+                        "\" that close after it was created.");
+    std::vector<core::AggSpec> specs = parse_aggregates(*r.aggregates);
+    flow::rollup_input(0, upstream, up.spec, up.aggregates, 0, spec, specs);
+    if (spi_exec("SELECT 1 FROM stoatflow.backfill b WHERE b.aggregation_id = $1",
+                 {arg_int32(up.id)}) > 0)
+        throw Error(sqlstate::kObjectNotInPrerequisiteState,
+                    "aggregation \"" + upstream + "\" is still backfilling",
+                    "Create the roll-up once it has joined its source: SELECT "
+                    "stoatflow.wait_caught_up(source) waits for that.");
+    return specs;
+}
+
 }  // namespace
 
 void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
@@ -268,9 +323,17 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
                  {arg_text(name)}) > 0)
         throw Error(sqlstate::kDuplicateObject, "aggregation \"" + name + "\" already exists",
                     "Choose another name, or drop it first with stoatflow.drop_aggregation().");
-    const SourceRow src = load_source_row(r.source);
+    const std::optional<AggregationDef> upstream = upstream_of(r.source, owner);
     const std::string& source = *r.source;
-    check_may_aggregate(source, src, owner);
+    SourceRow src;
+    if (upstream) {
+        spi_exec("SELECT s.source_name FROM stoatflow.source s WHERE s.source_id = $1",
+                 {arg_int32(upstream->source_id)});
+        src = load_source_row(spi_text(0, 1));
+    } else {
+        src = load_source_row(r.source);
+        check_may_aggregate(source, src, owner);
+    }
 
     // The window, as the core validates it.
     if (r.window.is_null || !r.window.kind)
@@ -289,7 +352,9 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
     // The route, and the texts stored: the fast path's as given; the executor's with names
     // resolved along the caller's search_path, as a view's, and stored qualified so that the
     // worker (pinned path) resolves the same objects. Everything below uses the stored texts.
-    const std::optional<std::vector<core::AggSpec>> fast = fast_path(*r.aggregates, r, src, source);
+    const std::optional<std::vector<core::AggSpec>> fast =
+        upstream ? rollup_aggregates(r, *upstream, resolved.spec, source)
+                 : fast_path(*r.aggregates, r, src, source);
     DeclarationTexts stored;
     std::vector<std::string> fns, fields, cols;
     std::vector<SinkColumn> columns;
@@ -327,13 +392,15 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
         sink_oid = create_sink(sink, columns, owner, comment);
     }
 
-    const StartFrom start = start_from(r.start_from, name, source, src.id);
+    // A roll-up starts with its upstream's next closes and never backfills (README "Roll-ups").
+    const StartFrom start = upstream ? StartFrom{} : start_from(r.start_from, name, source, src.id);
     spi_exec(
         "INSERT INTO stoatflow.aggregation (aggregation_name, source_id, kind, size_ms, "
         "advance_ms, grace_ms, aggregates, agg_functions, agg_fields, agg_columns, sink, emit, "
         "retention_ms, segment_interval_ms, owner, sink_schema, sink_table, group_by, filter, "
-        "executor, start_from) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::bigint::oid, "
-        "$12, $13, $14, $15::bigint::oid, $16, $17, $18, $19, $20::text::boolean, $21)",
+        "executor, start_from, upstream_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+        "$11::bigint::oid, $12, $13, $14, $15::bigint::oid, $16, $17, $18, $19, "
+        "$20::text::boolean, $21, $22)",
         {arg_text(name),
          arg_int32(src.id),
          arg_text(kind),
@@ -354,7 +421,8 @@ void stoatflow::pg::declare::create_aggregation(const AggregationRequest& r) {
          arg_opt_text(stored.group_by),
          arg_opt_text(stored.filter),
          arg_text(fast ? "false" : "true"),
-         start.declared ? arg_text(*start.declared) : arg_null(TEXTOID)});
+         start.declared ? arg_text(*start.declared) : arg_null(TEXTOID),
+         upstream ? arg_int32(upstream->id) : arg_null(INT4OID)});
     spi_exec("INSERT INTO stoatflow.aggregation_progress (aggregation_id) SELECT a.aggregation_id "
              "FROM stoatflow.aggregation a WHERE a.aggregation_name = $1",
              {arg_text(name)});

@@ -65,6 +65,9 @@ struct AggregationDef {
     // `aggregates` above is empty.
     bool executor = false;
     std::int32_t source_id = 0;
+    // A roll-up (README "Roll-ups"): the aggregation whose closed windows are its records (of the
+    // same source, created before it); 0: an aggregation of the source's records.
+    std::int32_t upstream_id = 0;
     std::string aggregates_text;
     std::optional<std::string> group_by, filter;
 };

@@ -135,6 +135,9 @@ private:
     [[noreturn]] void memory_exceeded() const;  // throws MemoryLimitExceeded naming the largest
     void write_dead_letters(const flow::CommitSnapshot& snap);
     void write_progress(const flow::CommitSnapshot& snap);
+    // README "Roll-ups": a roll-up that never committed folds its upstream sink's final rows
+    // whose roll-up window is still open (read as the roll-up's owner; a failure is a WARNING).
+    void seed_rollup(std::size_t i);
 
     // The row type and the memory context its input functions live in (row_resolve.cpp).
     struct Row {

@@ -5,7 +5,9 @@
 #include "stoatflow/core/error.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -60,16 +62,24 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
         std::set<std::string> seen;
         for (const auto& a : aggs)
             for (const auto& s : a.aggregates)
-                if (!s.field.empty() && seen.insert(s.field).second)
+                if (a.upstream_id == 0 && !s.field.empty() && seen.insert(s.field).second)
                     cfg.decoder.value_paths.push_back(s.field);
     }
     cfg.max_out_of_orderness = src.max_out_of_orderness;
     cfg.idle_timeout = src.idle_timeout;
     for (std::size_t i = 0; i < aggs.size(); ++i) {
         const AggregationDef& a = aggs[i];
+        // A roll-up's upstream by its index (README "Roll-ups"); the list is ordered by id, so
+        // an upstream comes first.
+        int upstream = -1;
+        for (std::size_t u = 0; u < i && a.upstream_id != 0; ++u)
+            if (aggs[u].id == a.upstream_id) upstream = static_cast<int>(u);
+        if (a.upstream_id != 0 && upstream < 0)
+            throw Error(sqlstate::kDataCorrupted,
+                        "roll-up \"" + a.name + "\" is run without its upstream aggregation");
         cfg.aggregations.push_back(
             {a.name, a.spec, a.aggregates, a.emit, a.retention, a.segment_interval,
-             exec != nullptr ? exec->external[i] : nullptr, a.committed_emit});
+             exec != nullptr ? exec->external[i] : nullptr, a.committed_emit, upstream});
     }
     return cfg;
 }
@@ -86,7 +96,9 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
             source_.event_time_path.empty() ? "kafka_timestamp" : source_.event_time_path;
         for (const auto& a : aggregations)
             for (const auto& s : a.aggregates) {
-                const int c = s.field.empty() ? -1 : row_->type().index_of(s.field);
+                // A roll-up's fields name its upstream's columns (README "Roll-ups").
+                const int c =
+                    s.field.empty() || a.upstream_id != 0 ? -1 : row_->type().index_of(s.field);
                 if (c >= 0 && std::find(value_columns_.begin(), value_columns_.end(), c) ==
                                   value_columns_.end())
                     value_columns_.push_back(c);
@@ -116,10 +128,22 @@ core::Millis committed_watermark(std::int32_t aggregation_id) {
                  "stoatflow.source_progress p ON p.source_id OPERATOR(pg_catalog.=) a.source_id "
                  "LEFT JOIN stoatflow.backfill b ON b.aggregation_id OPERATOR(pg_catalog.=) "
                  "a.aggregation_id WHERE a.aggregation_id OPERATOR(pg_catalog.=) $1",
-                 {arg_int32(aggregation_id)}) > 0 &&
-        !spi_isnull(0, 1))
-        return *spi_int64(0, 1);
-    return core::kNoTime;
+                 {arg_int32(aggregation_id)}) == 0 ||
+        spi_isnull(0, 1))
+        return core::kNoTime;
+    core::Millis w = *spi_int64(0, 1);
+    // A roll-up's watermark trails its upstream's by the upstream's size + grace (README
+    // "Roll-ups"), along the chain.
+    for (std::int32_t id = aggregation_id;
+         spi_exec("SELECT u.aggregation_id, u.size_ms OPERATOR(pg_catalog.+) u.grace_ms FROM "
+                  "stoatflow.aggregation a JOIN stoatflow.aggregation u ON u.aggregation_id "
+                  "OPERATOR(pg_catalog.=) a.upstream_id WHERE a.aggregation_id "
+                  "OPERATOR(pg_catalog.=) $1",
+                  {arg_int32(id)}) > 0;) {
+        id = static_cast<std::int32_t>(*spi_int64(0, 1));
+        w -= *spi_int64(0, 2);
+    }
+    return w;
 }
 
 void CommitCycle::restore() {
@@ -185,6 +209,80 @@ void CommitCycle::restore() {
             for (const auto& row : rows) path_.restore_window(i, row);
         });
     }
+    // README "Roll-ups": one added to a running upstream starts from the upstream's sink.
+    if (backfill_ == 0)
+        for (std::size_t i = 0; i < aggs_.size(); ++i)
+            if (aggs_[i].def.upstream_id != 0 &&
+                spi_exec("SELECT 1 FROM stoatflow.aggregation_progress p WHERE p.aggregation_id "
+                         "OPERATOR(pg_catalog.=) $1 AND p.last_commit_at IS NULL",
+                         {arg_int32(aggs_[i].def.id)}) > 0)
+                seed_rollup(i);
+}
+
+namespace {
+
+// A sink column's text as the value a roll-up aggregate folds (flow::rollup_value's rule): count
+// an integer, sum the exact integer when it is one, else (and min, max) the double.
+core::Value sink_value(core::AggFn upstream_fn, const std::optional<std::string>& text) {
+    if (!text) return core::Value::missing();
+    char* end = nullptr;
+    if (upstream_fn == core::AggFn::Count || upstream_fn == core::AggFn::CountStar ||
+        upstream_fn == core::AggFn::Sum) {
+        errno = 0;
+        const long long v = std::strtoll(text->c_str(), &end, 10);
+        if (errno == 0 && end != text->c_str() && *end == '\0') return core::Value::of_int(v);
+    }
+    return core::Value::of_double(std::strtod(text->c_str(), &end));
+}
+
+}  // namespace
+
+void CommitCycle::seed_rollup(std::size_t i) {
+    const AggregationDef& def = aggs_[i].def;
+    const Aggregation* up = nullptr;
+    for (const Aggregation& a : aggs_)
+        if (a.def.id == def.upstream_id) up = &a;
+    if (up == nullptr) return;
+    const core::Millis w = committed_watermark(def.id);
+    if (w == core::kNoTime) return;  // the source has not committed yet: nothing is final
+    // Only windows whose roll-up window can still be open (seed_rollup judges each exactly).
+    const core::Millis from = w - def.spec.size - def.spec.grace - def.spec.advance;
+    std::string cols;
+    std::vector<core::AggFn> fns;
+    for (const core::AggSpec& s : def.aggregates) {
+        cols += ", " + quote_ident(s.field) + "::pg_catalog.text";
+        core::AggFn fn = core::AggFn::Sum;
+        for (const core::AggSpec& u : up->def.aggregates)
+            if (u.column == s.field) fn = u.fn;
+        fns.push_back(fn);
+    }
+    const std::string sql =
+        "SELECT key::pg_catalog.text, (pg_catalog.date_part('epoch', window_start) "
+        "OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8" +
+        cols + " FROM " + quote_ident(up->def.sink_schema) + "." + quote_ident(up->def.sink_table) +
+        " WHERE final AND window_start OPERATOR(pg_catalog.>=) pg_catalog.to_timestamp($1 "
+        "OPERATOR(pg_catalog./) 1000.0) ORDER BY window_start, key";
+    std::int64_t seeded = 0;
+    const std::string error = try_in_subtransaction([&] {
+        run_as_owner(def.owner, [&] {
+            const auto n = spi_exec(sql, {arg_int64(from)});
+            std::vector<core::Value> values(fns.size());
+            for (std::uint64_t r = 0; r < n; ++r) {
+                for (std::size_t k = 0; k < fns.size(); ++k)
+                    values[k] = sink_value(fns[k], spi_text(r, static_cast<int>(k) + 3));
+                seeded +=
+                    path_.seed_rollup(i, spi_text(r, 1).value_or(""), *spi_int64(r, 2), values);
+            }
+        });
+    });
+    const std::string msg =
+        error.empty() ? "roll-up \"" + def.name + "\" starts with " + std::to_string(seeded) +
+                            " final windows of aggregation \"" + up->def.name + "\" from its sink"
+                      : "roll-up \"" + def.name +
+                            "\" starts without the final windows in the "
+                            "sink of aggregation \"" +
+                            up->def.name + "\": " + error;
+    pg_call([&] { elog(error.empty() ? LOG : WARNING, "stoatflow: %s", msg.c_str()); });
 }
 
 void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& snap,
@@ -205,11 +303,12 @@ void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& s
     counts.sink_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
     // Everything closed by W was emitted in this same commit, so the emit frontier is W under
     // both strategies; expiry runs behind it.
-    const core::Millis frontier = snap.watermark;
+    // (A roll-up's watermark is its own: README "Roll-ups".)
+    const core::Millis frontier = a.watermark;
     agg.segments.expire(frontier);
     // What this state has closed, committed with it: a restore under another grace keeps it
     // closed (README "Altering an aggregation").
-    const core::Millis closed = path_.engine_spec(i).closed_frontier(snap.watermark);
+    const core::Millis closed = path_.engine_spec(i).closed_frontier(a.watermark);
     const auto& st = a.stats;
     bool closed_some = false;
     for (const auto& u : out.upserts) closed_some |= u.final;

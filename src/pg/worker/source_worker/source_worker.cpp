@@ -156,9 +156,16 @@ SourceWorker::Start SourceWorker::start() {
                 src.reset();  // joined or dropped: this worker is done
                 return;
             }
+            // A roll-up runs where its upstream runs, in the source's worker (README "Roll-ups":
+            // a backfilling aggregation has none; ordered by id, an upstream comes first).
+            std::set<std::int32_t> kept;
             for (auto& a : load_aggregations(source_id_))
-                if (backfill_ != 0 ? a.id == backfill_ : !backfilling.count(a.id))
+                if (a.upstream_id != 0 ? backfill_ == 0 && kept.count(a.upstream_id) != 0
+                    : backfill_ != 0   ? a.id == backfill_
+                                       : !backfilling.count(a.id)) {
+                    kept.insert(a.id);
                     aggs.push_back(std::move(a));
+                }
             signature_ = aggregation_signature();
             paused = source_paused();
             if (backfill_ == 0) held = answer_holds() || source_held();
