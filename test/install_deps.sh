@@ -4,7 +4,8 @@
 # headers, the hll and tdigest extensions (the sketches README "Expressions and PostgreSQL aggregates" uses), librdkafka (with its mock
 # cluster), libcurl (the schema registry client), kcat, simdjson, the C++ tool chain, GoogleTest, Google Benchmark, clang's sanitizer
 # runtime and clang-format, libprotobuf (only for the format benchmark's comparison), Avro C and
-# python3-avro (the Avro benchmark and reference bytes, src/format/README-avro.md), and a JDK 17
+# python3-avro (the Avro benchmark and reference bytes, src/format/README-avro.md), python3-protobuf
+# and protobuf-compiler (the protobuf records of pg_regress protobuf_e2e), and a JDK 17
 # plus Maven for Apache Kafka.
 # Used by .ci/run and `make test`; needs root or sudo.
 set -euo pipefail
@@ -12,7 +13,7 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(postgresql-15 postgresql-server-dev-15 postgresql-15-hll postgresql-15-tdigest librdkafka-dev kcat libsimdjson-dev
     cmake g++ make pkg-config git libgtest-dev libgmock-dev googletest libbenchmark-dev
     clang clang-format libclang-rt-14-dev libipc-run-perl python3 libprotobuf-dev libcurl4-openssl-dev
-    libavro-dev python3-avro)
+    libavro-dev python3-avro python3-protobuf protobuf-compiler)
 need=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")

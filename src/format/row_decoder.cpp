@@ -161,6 +161,7 @@ const char* format_name(FormatKind kind) {
     case FormatKind::Json: return "json";
     case FormatKind::Csv: return "csv";
     case FormatKind::Avro: return "avro";
+    case FormatKind::Protobuf: return "protobuf";
     }
     return "?";
 }
@@ -169,10 +170,12 @@ FormatKind parse_format_name(const std::string& format) {
     if (format == "json") return FormatKind::Json;
     if (format == "csv") return FormatKind::Csv;
     if (format == "avro") return FormatKind::Avro;
+    if (format == "protobuf") return FormatKind::Protobuf;
     bad("unknown format \"" + format + "\"",
         "The supported formats are 'json' (one JSON object per message), 'csv' (one "
-        "CSV record per message, with columns) and 'avro' (an Avro record per message, its "
-        "schema inline or from a schema registry).");
+        "CSV record per message, with columns), 'avro' (an Avro record per message, its "
+        "schema inline or from a schema registry) and 'protobuf' (a Protocol Buffers message "
+        "per message, its descriptor inline or its schema from a schema registry).");
 }
 
 RecordFormat parse_record_format(const std::string& format,
@@ -187,6 +190,7 @@ RecordFormat parse_record_format(const std::string& format,
         break;
     case FormatKind::Csv: f.csv = csv_options(options); break;
     case FormatKind::Avro: f.avro = avro_options(options); break;
+    case FormatKind::Protobuf: f.proto = parse_proto_options(options); break;
     }
     return f;
 }
@@ -198,8 +202,19 @@ std::unique_ptr<RowDecoder> make_row_decoder(const RecordFormat& format,
     case FormatKind::Json: return std::make_unique<JsonRows>(paths);
     case FormatKind::Csv: return std::make_unique<CsvRows>(format.csv, names);
     case FormatKind::Avro: return std::make_unique<AvroRows>(format.avro, format.schemas, paths);
+    case FormatKind::Protobuf: return make_proto_rows(format.proto, format.schemas, paths);
     }
     throw Error(sqlstate::kInternalError, "unhandled record format");
+}
+
+std::optional<std::string> schema_column_list(const RecordFormat& format) {
+    if (format.kind == FormatKind::Protobuf) return proto_column_list(format.proto);
+    return std::nullopt;
+}
+
+void check_schema_columns(const RecordFormat& format, const std::vector<std::string>& names,
+                          const std::vector<std::vector<std::string>>& paths) {
+    if (format.kind == FormatKind::Protobuf) check_proto_columns(format.proto, paths, names);
 }
 
 }  // namespace stoatflow::format

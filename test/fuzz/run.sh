@@ -6,7 +6,8 @@
 #   test/fuzz/run.sh all 30        # every target in turn, 30 s each (run_all.sh's bounded run)
 # Targets (each with its corpus, test/fuzz/<target>_corpus/, json's is corpus/): json
 # (json_decoder_fuzz.cpp, json.dict), csv (csv_decoder_fuzz.cpp, csv.dict), avro
-# (avro_decoder_fuzz.cpp), protobuf (protobuf_reader_fuzz.cpp). A first argument that is a number
+# (avro_decoder_fuzz.cpp), protobuf (protobuf_reader_fuzz.cpp), protobuf_text (the .proto parser,
+# protobuf_text_fuzz.cpp). A first argument that is a number
 # is the seconds of the json target (the form this script had before targets); FUZZ_TARGET names
 # the target too. The unit tests replay every corpus in each ctest run.
 # Environment: CXX (default clang++), FUZZ_OUT (build dirs and findings, default
@@ -22,7 +23,7 @@ fi
 seconds=${1:-60}
 shift || true
 if [ "$target" = all ]; then
-    for t in json csv avro protobuf; do FUZZ_TARGET= "$0" "$t" "$seconds" "$@"; done
+    for t in json csv avro protobuf protobuf_text; do FUZZ_TARGET= "$0" "$t" "$seconds" "$@"; done
     exit 0
 fi
 cxx=${CXX:-clang++}
@@ -55,8 +56,13 @@ protobuf)
     seeds=$here/protobuf_corpus
     flags=(-max_len=4096)
     ;;
+protobuf_text)
+    sources=("$here/protobuf_text_fuzz.cpp" "$root"/src/format/protobuf_{schema,text}.cpp)
+    seeds=$here/protobuf_text_corpus
+    flags=(-max_len=4096)
+    ;;
 *)
-    echo "test/fuzz/run.sh: unknown target '$target' (json, csv, avro, protobuf, all)" >&2
+    echo "test/fuzz/run.sh: unknown target '$target' (json, csv, avro, protobuf, protobuf_text, all)" >&2
     exit 2
     ;;
 esac

@@ -18,21 +18,28 @@ import time
 import urllib.parse
 
 
-def register(directory, subject, text):
-    """Registers schema text under subject (the same text again: the same id); returns its id."""
+def register(directory, subject, text, schema_type="AVRO"):
+    """Registers schema text under subject (the same text again: the same id); returns its id.
+    schema_type: AVRO (JSON text, compared as JSON) or PROTOBUF (.proto text, compared as is)."""
     ids = os.path.join(directory, "ids")
     subjects = os.path.join(directory, "subjects")
     os.makedirs(ids, exist_ok=True)
     os.makedirs(subjects, exist_ok=True)
-    canonical = json.dumps(json.loads(text), sort_keys=True)
+    def canon(t):
+        return json.dumps(json.loads(t), sort_keys=True) if schema_type == "AVRO" else t
+    canonical = canon(text)
     existing = sorted(int(n[:-5]) for n in os.listdir(ids) if n.endswith(".json"))
     found = None
     for i in existing:
         with open(os.path.join(ids, "%d.json" % i)) as f:
-            if json.dumps(json.loads(json.load(f)["schema"]), sort_keys=True) == canonical:
+            stored = json.load(f)
+            if (stored.get("schemaType", "AVRO") == schema_type and
+                    canon(stored["schema"]) == canonical):
                 found = i
     schema_id = found or (existing[-1] + 1 if existing else 1)
     answer = {"schema": text}
+    if schema_type != "AVRO":
+        answer["schemaType"] = schema_type
     with open(os.path.join(ids, "%d.json" % schema_id), "w") as f:
         json.dump(answer, f)
     versions_file = os.path.join(subjects, urllib.parse.quote(subject, safe="") + ".json")
@@ -90,11 +97,11 @@ def serve(directory):
                         versions = json.load(f)
                     schema_id = versions[-1]
                     with open(os.path.join(directory, "ids", "%d.json" % schema_id)) as f:
-                        text = json.load(f)["schema"]
+                        stored = json.load(f)
                 except OSError:
                     return self.answer(404, {"error_code": 40401, "message": "Subject not found"})
-                return self.answer(200, {"subject": subject, "version": len(versions),
-                                         "id": schema_id, "schema": text})
+                return self.answer(200, dict(stored, subject=subject, version=len(versions),
+                                             id=schema_id))
             return self.answer(404, {"error_code": 404, "message": "not found"})
 
         def log_message(self, *args):

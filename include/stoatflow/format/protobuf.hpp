@@ -98,6 +98,18 @@ private:
     std::shared_ptr<const Parsed> parsed_;
 };
 
+// .proto source text (proto2 or proto3), as a schema registry keeps PROTOBUF schemas: one file
+// (name, text). proto_text_descriptor_set reads the files (the main one last: Confluent's message
+// indexes count its messages) into the FileDescriptorSet protoc --include_imports would write, as
+// far as ProtoSchema::parse reads one. Imports resolve by name among the files;
+// google/protobuf/timestamp.proto is known without its text. Throws ProtoSchemaError naming the
+// file, line and column.
+struct ProtoFile {
+    std::string name;  // as imports name it: "shop/order.proto"
+    std::string text;
+};
+std::string proto_text_descriptor_set(const std::vector<ProtoFile>& files);
+
 // One reader per (message, columns): a plan compiled once from the column paths, so a record
 // costs one pass over its bytes and no lookup by name.
 class ProtoRowExtractor {
@@ -138,5 +150,47 @@ struct ConfluentProto {
 };
 // False with `detail` on a wrong magic byte or a frame cut short (a dead letter bad_protobuf).
 bool split_confluent_proto(std::string_view message, ConfluentProto& out, std::string& detail);
+
+// format 'protobuf' (README "Formats", Protobuf): the options of a source, checked once
+// (parse_proto_options) and read by its decoder (make_proto_rows). Records are bare message
+// bodies of `message`, described by the inline `descriptor`, or Confluent frames whose schemas
+// a registry holds.
+struct ProtoOptions {
+    std::shared_ptr<const ProtoSchema> schema;  // "descriptor": a base64 FileDescriptorSet
+    const ProtoMessage* message = nullptr;      // "message": in schema (inline)
+    std::string message_name;                   // "message" as given ("": none)
+    // "schema_registry_url" instead of a descriptor: records are Confluent-framed, their
+    // schemas (.proto text) fetched by id; without "message" the frame's message indexes pick
+    // the message. Basic auth: the user and the password (a secret).
+    std::string registry_url, registry_user, registry_password;
+    bool registry() const { return !registry_url.empty(); }
+};
+
+struct FormatOption;  // row_decoder.hpp
+class RowDecoder;
+class SchemaSource;  // schema_source.hpp
+
+// Throws stoatflow::Error 22023 naming what is wrong: an unknown option, a descriptor that is
+// not base64 or not a FileDescriptorSet, a message the set does not declare.
+ProtoOptions parse_proto_options(const std::vector<FormatOption>& options);
+// The columns a source without `columns` gets (README "Formats", the type mapping): one per
+// field of the message, as a column list (core/column_list.hpp). Throws stoatflow::Error 22023
+// for a field no column can hold (a proto2 group). A registry's source: proto_text_column_list
+// over the subject's latest schema (.proto text; its "message", or its first one).
+std::string proto_column_list(const ProtoOptions& proto);
+std::string proto_text_column_list(const ProtoOptions& proto, const std::string& proto_text);
+// The declared columns against the message: a path naming no field is 42703 naming the field
+// and the message; one going through a repeated field or a scalar, or naming a group, 22023.
+void check_proto_columns(const ProtoOptions& proto,
+                         const std::vector<std::vector<std::string>>& paths,
+                         const std::vector<std::string>& names);
+// The decoder: an inline descriptor's (bare bodies), or a registry's (Confluent frames, their
+// schemas by id from `schemas`: protobuf_registry.cpp).
+std::unique_ptr<RowDecoder> make_proto_rows(const ProtoOptions& proto,
+                                            std::shared_ptr<SchemaSource> schemas,
+                                            const std::vector<std::vector<std::string>>& paths);
+std::unique_ptr<RowDecoder>
+make_proto_registry_rows(const ProtoOptions& proto, std::shared_ptr<SchemaSource> schemas,
+                         const std::vector<std::vector<std::string>>& paths);
 
 }  // namespace stoatflow::format

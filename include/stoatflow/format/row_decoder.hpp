@@ -7,6 +7,7 @@
 
 #include "stoatflow/format/csv_decoder.hpp"
 #include "stoatflow/format/dead_reason.hpp"
+#include "stoatflow/format/protobuf.hpp"
 #include "stoatflow/format/raw_row.hpp"
 #include "stoatflow/format/schema_source.hpp"
 
@@ -19,7 +20,7 @@
 
 namespace stoatflow::format {
 
-enum class FormatKind { Json, Csv, Avro };
+enum class FormatKind { Json, Csv, Avro, Protobuf };
 
 // format 'avro' (README "Formats", Avro): exactly one of an inline writer schema (records are
 // the bare Avro body) and a schema registry (records are Confluent-framed: magic byte 0, a
@@ -37,13 +38,27 @@ struct AvroOptions {
 
 struct RecordFormat {
     FormatKind kind = FormatKind::Json;
-    CsvOptions csv;    // kind Csv
-    AvroOptions avro;  // kind Avro
+    CsvOptions csv;      // kind Csv
+    AvroOptions avro;    // kind Avro
+    ProtoOptions proto;  // kind Protobuf
     // Writer schemas by id for a format read through a registry, set by the layer that runs the
     // source (parse_record_format leaves it empty; a decoder without it cannot read framed
     // records: they are bad_schema_id).
     std::shared_ptr<SchemaSource> schemas;
-    bool uses_registry() const { return kind == FormatKind::Avro && avro.registry(); }
+    bool uses_registry() const {
+        return (kind == FormatKind::Avro && avro.registry()) ||
+               (kind == FormatKind::Protobuf && proto.registry());
+    }
+    // The registry's URL and basic auth (uses_registry()).
+    const std::string& registry_url() const {
+        return kind == FormatKind::Protobuf ? proto.registry_url : avro.registry_url;
+    }
+    const std::string& registry_user() const {
+        return kind == FormatKind::Protobuf ? proto.registry_user : avro.registry_user;
+    }
+    const std::string& registry_password() const {
+        return kind == FormatKind::Protobuf ? proto.registry_password : avro.registry_password;
+    }
 };
 
 // One entry of format_options: its value as text (nullopt: JSON null) and whether it was a JSON
@@ -63,6 +78,14 @@ RecordFormat parse_record_format(const std::string& format,
 FormatKind parse_format_name(const std::string& format);
 // 'json', 'csv' ...: the format's name as create_source takes it.
 const char* format_name(FormatKind kind);
+// A source without `columns` of a format that carries its own schema (protobuf) gets the
+// schema's columns: this column list (core/column_list.hpp); nullopt for the formats that keep
+// 0.1's field paths (json) or need columns (csv).
+std::optional<std::string> schema_column_list(const RecordFormat& format);
+// The declared columns' paths checked against the format's schema, if it has one (stoatflow::Error
+// naming the column: 42703 for a field the schema does not have).
+void check_schema_columns(const RecordFormat& format, const std::vector<std::string>& names,
+                          const std::vector<std::vector<std::string>>& paths);
 
 class RowDecoder {
 public:

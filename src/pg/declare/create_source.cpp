@@ -111,20 +111,14 @@ format::RecordFormat check_format_options(const OptText& options, const std::str
 // clearly when the registry cannot answer).
 constexpr long kDeclareRegistryTimeoutMs = 5000;
 
-// An Avro source without columns (README "Formats", Avro): the columns are the writer schema's
-// top-level fields — the inline schema's, or with a registry the reader_schema given or the
-// latest version of subject <first topic>-value, which is then stored as the reader_schema
-// (later versions resolve against it). `options` (format_options as stored) may gain it.
-std::string avro_columns(const format::RecordFormat& f, const std::string& topic, bool internal_ok,
-                         std::string& options) {
-    if (!f.uses_registry())
-        return format::avro_column_list(format::avro::Schema::parse(f.avro.schema));
-    if (!f.avro.reader_schema.empty())
-        return format::avro_column_list(format::avro::Schema::parse(f.avro.reader_schema));
+// The latest version of subject <first topic>-value, a source's columns when it has none
+// (README "Formats"), of the format's schema type ("AVRO", "PROTOBUF").
+registry::Schema latest_value_schema(const format::RecordFormat& f, const std::string& topic,
+                                     bool internal_ok, const std::string& type) {
     registry::Endpoint e;
-    e.url = f.avro.registry_url;
-    e.user = f.avro.registry_user;
-    e.password = f.avro.registry_password;
+    e.url = f.registry_url();
+    e.user = f.registry_user();
+    e.password = f.registry_password();
     e.timeout_ms = kDeclareRegistryTimeoutMs;
     e.internal_ok = internal_ok;
     const std::string subject = topic + "-value";
@@ -133,7 +127,7 @@ std::string avro_columns(const format::RecordFormat& f, const std::string& topic
         registry::Client client(std::move(e));
         got = client.latest(subject);
     } catch (const registry::BadRegistryUrl&) {
-        check_registry_url(f.avro.registry_url);  // says what is wrong
+        check_registry_url(f.registry_url());  // says what is wrong
         throw;
     }
     if (got.outcome == registry::Outcome::NotFound)
@@ -146,16 +140,60 @@ std::string avro_columns(const format::RecordFormat& f, const std::string& topic
                     "cannot read the columns from the schema registry: " + got.detail,
                     "A source without columns takes them from subject \"" + subject +
                         "\" when it is declared; check the registry, or declare the columns.");
-    if (got.schema.type != "AVRO")
-        bad("subject \"" + subject + "\" holds a " + got.schema.type + " schema, not Avro",
+    if (got.schema.type != type)
+        bad("subject \"" + subject + "\" holds a " + got.schema.type + " schema, not " +
+                (type == "AVRO" ? "Avro" : "Protobuf"),
             "Use the format of the subject's schema.");
-    const std::string columns =
-        format::avro_column_list(format::avro::Schema::parse(got.schema.text));
+    return got.schema;
+}
+
+// A protobuf source with a registry and no columns (README "Formats", Protobuf): the fields of
+// the latest version's message ("message", or its first). A schema that imports others
+// (registry references) is not read yet.
+std::string proto_registry_columns(const format::RecordFormat& f, const std::string& topic,
+                                   bool internal_ok) {
+    const registry::Schema latest = latest_value_schema(f, topic, internal_ok, "PROTOBUF");
+    if (!latest.references.empty())
+        throw Error(sqlstate::kFeatureNotSupported,
+                    "subject \"" + topic +
+                        "-value\" references other schemas, which format "
+                        "'protobuf' does not read yet",
+                    "Declare the columns; records of such a schema are bad_protobuf.");
+    return format::proto_text_column_list(f.proto, latest.text);
+}
+
+// An Avro source without columns (README "Formats", Avro): the columns are the writer schema's
+// top-level fields — the inline schema's, or with a registry the reader_schema given or the
+// latest version of subject <first topic>-value, which is then stored as the reader_schema
+// (later versions resolve against it). `options` (format_options as stored) may gain it.
+std::string avro_columns(const format::RecordFormat& f, const std::string& topic, bool internal_ok,
+                         std::string& options) {
+    if (!f.uses_registry())
+        return format::avro_column_list(format::avro::Schema::parse(f.avro.schema));
+    if (!f.avro.reader_schema.empty())
+        return format::avro_column_list(format::avro::Schema::parse(f.avro.reader_schema));
+    const registry::Schema latest = latest_value_schema(f, topic, internal_ok, "AVRO");
+    const std::string columns = format::avro_column_list(format::avro::Schema::parse(latest.text));
     spi_exec("SELECT ($1::jsonb OPERATOR(pg_catalog.||) pg_catalog.jsonb_build_object("
              "'reader_schema', $2::jsonb))::text",
-             {arg_text(options), arg_text(got.schema.text)});
+             {arg_text(options), arg_text(latest.text)});
     options = *spi_text(0, 1);
     return columns;
+}
+
+// The column list of a source: the declared one, checked against the format's schema if it
+// has one (protobuf: every PATH names fields of the message), or the one the schema gives when
+// `columns` is omitted (README "Formats"); NULL for 0.1's field paths.
+OptText source_columns(const OptText& declared, const format::RecordFormat& format) {
+    if (!declared) return format::schema_column_list(format);
+    std::vector<std::string> names;
+    std::vector<std::vector<std::string>> paths;
+    for (const core::ColumnDecl& c : core::parse_column_list(*declared)) {
+        names.push_back(c.name);
+        paths.push_back(c.path);
+    }
+    format::check_schema_columns(format, names, paths);
+    return declared;
 }
 
 // A CSV source's columns are positional (README "Formats", CSV): they need declaring, and take
@@ -210,9 +248,13 @@ void stoatflow::pg::declare::create_source(const SourceRequest& r) {
     OptText column_list = r.columns;
     std::string format_options = *r.format_options;
     const bool internal_ok =
-        record_format.uses_registry() && check_registry_url(record_format.avro.registry_url);
+        record_format.uses_registry() && check_registry_url(record_format.registry_url());
     if (format_kind == format::FormatKind::Avro && !column_list)
         column_list = avro_columns(record_format, topics.front(), internal_ok, format_options);
+    if (record_format.uses_registry() && format_kind == format::FormatKind::Protobuf &&
+        !column_list)
+        column_list = proto_registry_columns(record_format, topics.front(), internal_ok);
+    column_list = source_columns(column_list, record_format);
 
     OptText columns, key = r.key, event_time = r.event_time;
     if (column_list) {

@@ -44,9 +44,9 @@ std::shared_ptr<format::SchemaSource> registry_schemas(const format::RecordForma
                                                        bool internal_ok) {
     if (!format.uses_registry()) return nullptr;
     registry::Endpoint e;
-    e.url = format.avro.registry_url;
-    e.user = format.avro.registry_user;
-    e.password = format.avro.registry_password;
+    e.url = format.registry_url();
+    e.user = format.registry_user();
+    e.password = format.registry_password();
     e.internal_ok = internal_ok;
     check_registry_url_syntax(e.url);
     return std::make_shared<RegistrySchemas>(std::move(e));
