@@ -14,8 +14,9 @@
 # by Avro's rules: amount promoted int -> long, note ignored, region its default. The Avro
 # aggregation keeps only region = 'eu': a v1 record whose region were not the default would be
 # missing from its sink.
-# Protobuf: an inline descriptor (format_options descriptor + message), bare bodies; with
-# FORMATS_E2E_PROTO=registry through the registry (.proto text), framed with message indexes.
+# Protobuf: through the registry (subject fe_proto-value holds the message as .proto text,
+# schemaType PROTOBUF), records framed with the message-index array in its short and long form
+# in turn; FORMATS_E2E_PROTO=inline: an inline descriptor (descriptor + message), bare bodies.
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -34,10 +35,8 @@ trap e2e_cleanup EXIT
 EVENTS=${FORMATS_E2E_EVENTS:-20000}
 KEYS=256
 NCHUNKS=8 # 96 minutes of event time: windows close under the hour of out-of-orderness
-# FORMATS_E2E_FORMATS: the formats to run (json first: the reference). FOLLOW-UP: the default
-# gains proto once format => 'protobuf' is in main (it passed with "json proto csv" on that
-# branch's build); until then "json avro proto csv" by hand on a build that has it.
-read -r -a FORMATS <<<"${FORMATS_E2E_FORMATS:-json avro csv}"
+# FORMATS_E2E_FORMATS: the formats to run (json first: the reference); default all four.
+read -r -a FORMATS <<<"${FORMATS_E2E_FORMATS:-json avro proto csv}"
 [ "${FORMATS[0]}" = json ] || { echo "formats_e2e: FORMATS_E2E_FORMATS must start with json" >&2; exit 2; }
 COLUMNS='user_id text, ts bigint, amount bigint'
 registry_python >/dev/null || fail "python3-avro / python3-protobuf missing"
@@ -67,9 +66,7 @@ ID1=$(fake_registry_register fe_avro-value "$WORK/v1.avsc") || fail "could not r
 ID2=$(fake_registry_register fe_avro-value "$WORK/v2.avsc") || fail "could not register v2"
 log "fake registry at $REGISTRY_URL: fe_avro-value v1 = id $ID1, v2 = id $ID2"
 DESCRIPTOR=$(registry_py produce.py proto-schema "$WORK/event.spec.json" --descriptor) || fail "no descriptor"
-# FORMATS_E2E_PROTO=registry: Protobuf through the registry instead (the message as .proto text,
-# schemaType PROTOBUF; records framed with the message-index array, short and long form in turn).
-PROTO_VIA=${FORMATS_E2E_PROTO:-inline}
+PROTO_VIA=${FORMATS_E2E_PROTO:-registry}
 if [ "$PROTO_VIA" = registry ]; then
     registry_py produce.py proto-schema "$WORK/event.spec.json" --proto >"$WORK/event.proto" || fail "no .proto"
     ID_PROTO=$(fake_registry_register fe_proto-value "$WORK/event.proto" PROTOBUF) || fail "could not register the .proto"
