@@ -26,6 +26,7 @@ source "$FAULTS_REPO/test/registry/registry.sh"
 faults_begin formats_e2e
 e2e_cleanup() {
     local rc=$?
+    set +e # (under set -e the failing status below would end the trap before faults_cleanup)
     fake_registry_stop >/dev/null 2>&1
     (exit "$rc")
     faults_cleanup
