@@ -6,9 +6,10 @@
 # suite run against, in order: "mock" (default), "mock kafka" (default with CI=true, and in
 # .ci/run), or "kafka". The whole pg_regress schedule runs once, against the first of them;
 # each further broker runs kafka_e2e alone. On Apache Kafka the fault suite runs the
-# scenarios in FAULTS_KAFKA_SCENARIOS: by default "broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress",
-# the ones about the broker (2.5-3.5 min; all eight take 5-8 min there), and progress (a
-# 5,000,000-record catch-up and backfill: 1-1.5 min more); "all" for every one.
+# scenarios in FAULTS_KAFKA_SCENARIOS: by default "broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress formats_e2e",
+# the ones about the broker (2.5-3.5 min; all eight take 5-8 min there), progress (a
+# 5,000,000-record catch-up and backfill: 1-1.5 min more), and formats_e2e (30-45 s; registry_outage
+# takes 49-62 s there and runs on the mock); "all" for every one.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -149,6 +150,11 @@ else
     skip "kafka: mock broker round trip" "no test/kafka/roundtrip.sh"
 fi
 
+# (f2) the registry rig the Avro/Protobuf scenarios use: the fake registry's switches and
+# produce.py's records read back by python3-avro / python3-protobuf (test/registry/README.md)
+step "registry: fake registry and producer self-test" 2 \
+    bash -c 'source test/registry/registry.sh && "$(registry_python)" test/registry/selftest.py'
+
 # (g) the Kafka end-to-end test and the fault suite against each broker
 for b in "${brokers[@]}"; do
     case $b in
@@ -165,10 +171,10 @@ for b in "${brokers[@]}"; do
             env STOATFLOW_TEST_BROKER="$b" REGRESS_TESTS=kafka_e2e bash test/pg_regress.sh
     fi
     scenarios=()
-    if [ "$b" = kafka ] && [ "${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress}" != all ]; then
-        read -r -a scenarios <<<"${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress}"
+    if [ "$b" = kafka ] && [ "${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress formats_e2e}" != all ]; then
+        read -r -a scenarios <<<"${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress formats_e2e}"
     fi
-    step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, pause, drop, memory limits, sink fuzz, backfill (with kill -9)}" 30 \
+    step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, pause, drop, memory limits, sink fuzz, backfill (with kill -9), registry outage, four formats}" 30 \
         env STOATFLOW_TEST_BROKER="$b" bash test/faults/run.sh "${scenarios[@]}"
 done
 

@@ -23,6 +23,10 @@
 #   backfill_kill9     the same with kill -9 during the backfill and the hand-over
 #   rollup_kill9       roll-up chains (1 min -> 10 min -> 1 h) across kill -9: equal to the direct
 #                      aggregations, late records dropped alike
+#   registry_outage    the schema registry down, then 500, then slow under an Avro source: status
+#                      'error' naming it, nothing dead-lettered, exact after; a 404 is bad_schema_id
+#   formats_e2e        the same events as JSON, Avro (registry, two versions), Protobuf, CSV: four
+#                      identical sinks, each equal to the independent computation
 #   start_from         Apache Kafka only: start_from 'latest' and a timestamp, start_offset a timestamp
 #   broker_kill        Apache Kafka only: broker SIGKILL + restart, then SIGSTOP for 30 s
 #   topic_deleted      Apache Kafka only: the topic deleted under the running source
@@ -45,7 +49,7 @@ repo=$(cd "$here/../.." && pwd)
 cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
-all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 rollup_kill9 broker_kill topic_deleted transactions start_from
+all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e broker_kill topic_deleted transactions start_from
     partitions_added retention progress)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
@@ -78,7 +82,7 @@ kafka)
 esac
 export STOATFLOW_TEST_BROKER=$broker
 if ((!$#)) && [ "$broker" = mock ]; then
-    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9 rollup_kill9) # the rest need kafka
+    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e) # the rest need kafka
 fi
 
 passed=0
