@@ -99,7 +99,8 @@ for wl in wls:
     for side in ("before", "after"):
         runs = data[side]
         evs = [v[(wl, "events")] / v[(wl, "b")] for v in runs]
-        bc = [(v[(wl, "c_copy")] + v[(wl, "c_rollup")]) / v[(wl, "b")] for v in runs]
+        # a workload without the plain-SQL run (dense_avro) has no b/c
+        bc = [(v[(wl, "c_copy")] + v[(wl, "c_rollup")]) / v[(wl, "b")] for v in runs if (wl, "c_copy") in v] or [float("nan")]
         med[side] = (statistics.median(evs), statistics.median(bc), evs)
     print(f"{wl:<10}{med['before'][0]:>14,.0f}{med['after'][0]:>14,.0f}{med['after'][0] / med['before'][0]:>14.3f}"
           f"{med['before'][1]:>12.2f}{med['after'][1]:>12.2f}")

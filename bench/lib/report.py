@@ -8,7 +8,8 @@ RESULTS.tsv: workload, rep, metric, value (tab separated). Metrics, in seconds u
   CONFLICT; b_cpu = CPU seconds of the stoatflow source worker; b_start = seconds from the
   declaration to the worker's backend_start.
 META.tsv: workload, key, value (events, title, targets "b/a>=0.9,b/c>=2.5" or "b>=300000"
-(events/s), ...), and
+(events/s) or "b/dense>=0.9" (stoatflow's events/s against another workload's, medians; per
+repetition too), ...), and
   workload "_run" for run-wide facts.
 """
 import statistics
@@ -34,6 +35,8 @@ def main():
         wl, k, v = line.rstrip("\n").split("\t", 2)
         meta[wl][k] = v
 
+    # stoatflow's events/s per workload and repetition, for the targets "b/<workload>"
+    b_rate = {wl: {r: int(meta[wl]["events"]) / s for r, s in vals[wl]["b"].items()} for wl in order}
     out, md = [], []
     run = meta.get("_run", {})
     md.append("# stoatflow end-to-end benchmark, %s\n" % run.get("date", "?"))
@@ -51,9 +54,10 @@ def main():
             v = {k: vals[wl][k].get(r) for k in vals[wl]}
             per["a"].append(v["a"])
             per["b"].append(v["b"])
-            per["c"].append(v["c_copy"] + v["c_rollup"])
-            per["c_copy"].append(v["c_copy"])
-            per["c_rollup"].append(v["c_rollup"])
+            if v.get("c_copy") is not None:  # a workload without the plain-SQL run (dense_avro) has none
+                per["c"].append(v["c_copy"] + v["c_rollup"])
+                per["c_copy"].append(v["c_copy"])
+                per["c_rollup"].append(v["c_rollup"])
             if v.get("b_cpu") is not None:
                 per["b_cpu"].append(v["b_cpu"])
             for k in ("b_start", "b_commits", "b_sink_writes", "b_state_rows", "load", "b_wal", "c_wal",
@@ -61,7 +65,7 @@ def main():
                       "b_state_bytes", "b_state_us_per_row", "b_sink_us_per_row"):
                 if v.get(k) is not None:
                     per[k].append(v[k])
-        rate = {k: [ev / s for s in per[k]] for k in ("a", "b", "c", "c_copy", "c_rollup")}
+        rate = {k: [ev / s for s in per[k]] for k in ("a", "b", "c", "c_copy", "c_rollup") if per[k]}
         med = {k: statistics.median(rate[k]) for k in rate}
         title = "%s: %s" % (wl, m.get("title", ""))
         head = "%s events, %s keys, %s min of event time, %s partitions, %d rep(s)%s" % (
@@ -80,6 +84,8 @@ def main():
         md.append("| contender | events/s (median) | min | max | seconds (median) | per rep (s) |")
         md.append("|---|---:|---:|---:|---:|---|")
         for k, name in names:
+            if k not in rate:
+                continue
             out.append("   %-26s %12s %12s %12s %10.2f" % (name, fmt_rate(med[k]), fmt_rate(min(rate[k])),
                                                           fmt_rate(max(rate[k])), statistics.median(per[k])))
             md.append("| %s | %s | %s | %s | %.2f | %s |" % (name.strip().replace("|", "\\|"), fmt_rate(med[k]), fmt_rate(min(rate[k])),
@@ -127,17 +133,27 @@ def main():
         for k in ("rows", "check"):
             if k in m:
                 extra.append(m[k])
-        ratios = {"b/a": med["b"] / med["a"], "b/c": med["b"] / med["c"]}
+        ratios = {"b/a": med["b"] / med["a"]}
+        if "c" in med:
+            ratios["b/c"] = med["b"] / med["c"]
         targets = {}
         for t in filter(None, m.get("targets", "").split(",")):
             name, thr = t.split(">=")
             targets[name] = float(thr)
+        for name in targets:  # b/<workload>: against another workload of the run
+            other = name[2:]
+            if name.startswith("b/") and other in b_rate and b_rate[other]:
+                ratios[name] = med["b"] / statistics.median(b_rate[other].values())
+                extra.append("%s per repetition (interleaved runs): %s" % (name, " ".join(
+                    "%.3f" % (b_rate[wl][r] / b_rate[other][r]) for r in sorted(b_rate[wl]) if r in b_rate[other])))
         rline = []
         if "b" in targets:  # an absolute target: stoatflow's events/s
             ok = med["b"] >= targets["b"]
             all_met &= ok
             rline.append("b = %.0f ev/s (target >= %.0f: %s)" % (med["b"], targets["b"], "MET" if ok else "MISSED"))
-        for name in ("b/a", "b/c"):
+        for name in ["b/a", "b/c"] + sorted(n for n in ratios if n not in ("b/a", "b/c")):
+            if name not in ratios:
+                continue
             s = "%s = %.2f" % (name, ratios[name])
             if name in targets:
                 ok = ratios[name] >= targets[name]

@@ -87,12 +87,25 @@ ColumnsLane::Verdict ColumnsLane::fast_record(const RecordPath& p, format::Decod
                                               core::Millis now, DeadReason& reason,
                                               std::string& detail) {
     using Kind = format::FastValue::Kind;
-    auto fast = [&](int col) { return format::fast_convert(plan_.fast[col], rows_.get(0, col)); };
     // Every declared column must convert, read or not (a value that does not is a dead letter,
     // before any other reason, as on PostgreSQL's way): what the lane cannot vouch for, PostgreSQL
-    // checks.
-    for (std::size_t c = 0; c < plan_.paths.size(); ++c)
-        if (!format::fast_valid(plan_.fast[c], rows_.get(0, c))) return Verdict::Ask;
+    // checks. Each is converted once, and the key, time and values below read those conversions
+    // (an Avro timestamp, rendered as text, is parsed once, not twice); a json/jsonb column and
+    // the metadata columns after the declared ones convert when read.
+    converted_.resize(plan_.paths.size());
+    for (std::size_t c = 0; c < plan_.paths.size(); ++c) {
+        if (plan_.fast[c] == format::FastType::Json) {
+            if (!format::fast_valid(plan_.fast[c], rows_.get(0, c))) return Verdict::Ask;
+            continue;
+        }
+        converted_[c] = format::fast_convert(plan_.fast[c], rows_.get(0, c));
+        if (converted_[c].kind == Kind::Ask) return Verdict::Ask;
+    }
+    auto fast = [&](int col) {
+        const auto c = static_cast<std::size_t>(col);
+        if (c < converted_.size() && plan_.fast[c] != format::FastType::Json) return converted_[c];
+        return format::fast_convert(plan_.fast[c], rows_.get(0, c));
+    };
     const format::FastValue k = fast(plan_.key_col);
     switch (k.kind) {
     case Kind::Null:

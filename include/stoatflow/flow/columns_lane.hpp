@@ -6,6 +6,7 @@
 #include "stoatflow/core/no_postgres.hpp"
 
 #include "stoatflow/flow/record_path.hpp"
+#include "stoatflow/format/fast_convert.hpp"
 #include "stoatflow/format/raw_row.hpp"
 #include "stoatflow/format/row_decoder.hpp"
 
@@ -44,6 +45,8 @@ private:
     const RowPlan& plan_;
     std::unique_ptr<format::RowDecoder> decoder_;  // the source's format
     format::RawRows rows_;                         // the record being read (one row)
+    // the declared columns of that record converted once (fast_record): checked, then read
+    std::vector<format::FastValue> converted_;
     bool blocked_ = false;
     struct Waiting {
         core::TopicPartition tp;
