@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs README "Getting started" as written, top to bottom, and compares what psql prints with
 # the output the README shows. The blocks between the marks <!-- getting-started:begin ... -->
-# and <!-- getting-started:end --> are, in order:
+# and <!-- getting-started:end --> (with the argument `avro`: "Getting started with Avro and a
+# schema registry", between <!-- getting-started-avro:begin ... --> and its end mark) are, in
+# order:
 #   ```sh    run verbatim in one bash shell (set -euo pipefail), as a reader would paste them;
 #   ```sql   run by psql from that shell (psql -X -v ON_ERROR_STOP=1 -f: an error fails the test);
 #   ```text  what the sql block just before it prints (compared exactly, trailing blanks aside);
@@ -15,6 +17,11 @@
 #   README=...        the file to read (default README.md; for trying a broken copy)
 #   README_TEST_TIMEOUT=240   seconds for the whole section
 set -euo pipefail
+case "${1:-}" in
+"") mark=getting-started ;;
+avro) mark=getting-started-avro ;;
+*) echo "usage: readme_getting_started.sh [avro]" >&2; exit 2 ;;
+esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
@@ -50,15 +57,15 @@ trap cleanup EXIT
 trap 'exit 143' TERM INT
 
 # Extract the blocks and write the driver: the sh blocks inline, each sql block a run_sql call.
-python3 - "$readme" "$work" <<'PY'
+python3 - "$readme" "$work" "$mark" <<'PY'
 import json, os, re, sys
 
-readme, work = sys.argv[1], sys.argv[2]
+readme, work, mark = sys.argv[1], sys.argv[2], sys.argv[3]
 lines = open(readme, encoding="utf-8").read().split("\n")
-begin = [i for i, l in enumerate(lines) if l.startswith("<!-- getting-started:begin")]
-end = [i for i, l in enumerate(lines) if l.startswith("<!-- getting-started:end")]
+begin = [i for i, l in enumerate(lines) if l.startswith(f"<!-- {mark}:begin")]
+end = [i for i, l in enumerate(lines) if l.startswith(f"<!-- {mark}:end")]
 if len(begin) != 1 or len(end) != 1 or end[0] < begin[0]:
-    sys.exit(f"{readme}: want one getting-started:begin mark and one end mark after it")
+    sys.exit(f"{readme}: want one {mark}:begin mark and one end mark after it")
 blocks, i = [], begin[0] + 1
 while i < end[0]:
     m = re.match(r"^```(\w*)\s*$", lines[i])
@@ -111,9 +118,13 @@ open(f"{work}/driver.sh", "w").write("\n".join(driver) + "\n")
 print("readme_getting_started: " + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) + " blocks")
 PY
 
+# The section's own temporary files (mktemp) go into this test's directory, so that what it
+# leaves when it fails (the Avro section's test registry stops with its directory) goes too.
+mkdir "$work/tmp"
 cat >"$work/lib.sh" <<LIB
 work='$work'
 pg_bin='$pg_bin'
+export TMPDIR='$work/tmp'
 LIB
 cat >>"$work/lib.sh" <<'LIB'
 save_log() { [ -f "$STOATFLOW_CLUSTER_DIR/server.log" ] && cp "$STOATFLOW_CLUSTER_DIR/server.log" "$work/server.log" || true; }

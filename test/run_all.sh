@@ -139,6 +139,7 @@ step "pg_regress (make installcheck, ${brokers[0]} broker)" 25 \
 # (d2) README "Getting started" as written: its blocks in order on demo/cluster.sh's throwaway
 # cluster, psql's output compared with the README's
 step "README Getting started, as written" 5 bash test/readme_getting_started.sh
+step "README Getting started with Avro and a schema registry, as written" 5 bash test/readme_getting_started.sh avro
 
 # (e) CREATE EXTENSION without shared_preload_libraries must fail clearly
 step "preload check" 3 bash test/preload_check.sh
