@@ -354,6 +354,30 @@ void Consumer::unpark(core::TopicPartition tp, std::int64_t offset) {
     }
 }
 
+bool Consumer::set_paused(const std::set<core::TopicPartition>& paused) {
+    std::vector<core::TopicPartition> stop, go;
+    for (const core::TopicPartition tp : paused)
+        if (!paused_.count(tp)) stop.push_back(tp);
+    for (const core::TopicPartition tp : paused_)
+        if (!paused.count(tp)) go.push_back(tp);
+    for (bool pause : {true, false}) {
+        const std::vector<core::TopicPartition>& tps = pause ? stop : go;
+        if (tps.empty()) continue;
+        rd_kafka_topic_partition_list_t* list =
+            rd_kafka_topic_partition_list_new(static_cast<int>(tps.size()));
+        for (const core::TopicPartition tp : tps)
+            rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition);
+        const rd_kafka_resp_err_t err =
+            pause ? rd_kafka_pause_partitions(rk_, list) : rd_kafka_resume_partitions(rk_, list);
+        rd_kafka_topic_partition_list_destroy(list);
+        if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+            fail(std::string("cannot ") + (pause ? "pause" : "resume") +
+                 " partitions: " + rd_kafka_err2str(err));
+    }
+    paused_ = paused;
+    return !stop.empty() || !go.empty();
+}
+
 void Consumer::commit_offsets(const std::map<core::TopicPartition, std::int64_t>& next) {
     if (next.empty()) return;
     rd_kafka_topic_partition_list_t* list =

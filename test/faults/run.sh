@@ -31,6 +31,8 @@
 #   broker_kill        Apache Kafka only: broker SIGKILL + restart, then SIGSTOP for 30 s
 #   topic_deleted      Apache Kafka only: the topic deleted under the running source
 #   transactions       Apache Kafka only: aborted and committed transactions, read_committed
+#   skewed_backlog     one partition hours behind the others in event time, a low memory limit: consumption
+#                      aligned by event time drains it under the limit, across a kill -9; the sink exact
 #   partitions_added   Apache Kafka only: partitions added mid-stream are consumed from their start
 #   retention          Apache Kafka only: records deleted before they were read (server down, worker
 #                      frozen): skipped to the log start, counted, one dead letter each
@@ -50,7 +52,7 @@ cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
 all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e broker_kill topic_deleted transactions start_from
-    partitions_added retention progress)
+    partitions_added retention progress skewed_backlog)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do

@@ -40,6 +40,7 @@ public:
     Millis tick(Millis now);
 
     Millis current() const { return w_; }
+    Millis max_out_of_orderness() const { return max_ooo_; }
     // Largest event time seen from a partition, kNoTime if none.
     Millis partition_max(PartitionId partition) const;
     bool is_idle(PartitionId partition) const;

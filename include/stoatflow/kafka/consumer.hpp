@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,12 @@ public:
     // offset.
     void park(core::TopicPartition tp);
     void unpark(core::TopicPartition tp, std::int64_t offset);
+    // Consumption aligned by event time (README "Aligned consumption"): the partitions in
+    // `paused` stop fetching (librdkafka pause: the position stays after the last record handed
+    // out, so on resume nothing is skipped or read twice); the others paused before fetch again.
+    // Returns whether anything changed. Throws Error.
+    bool set_paused(const std::set<core::TopicPartition>& paused);
+    const std::set<core::TopicPartition>& paused() const { return paused_; }
 
     // Offsets for lag tools (asynchronous, best effort: PostgreSQL holds the truth).
     void commit_offsets(const std::map<core::TopicPartition, std::int64_t>& next);
@@ -129,6 +136,7 @@ private:
     bool want_headers_ = false;
     std::vector<format::KafkaHeader> headers_;  // the current message's
     std::vector<rd_kafka_message_s*> held_;     // a batch not ready yet (poll's `ready`)
+    std::set<core::TopicPartition> paused_;     // set_paused
     // Held messages of one partition are dropped: it is read again from a new position.
     void drop_held(core::TopicPartition tp);
 };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "stoatflow/kafka/consumer.hpp"
+#include "stoatflow/flow/alignment.hpp"
 #include "stoatflow/flow/record_path.hpp"
 #include "stoatflow/flow/progress_meter.hpp"
 #include "stoatflow/flow/worker_policy.hpp"
@@ -41,6 +42,9 @@ private:
     void drop_pipeline();
     void start_over(const std::string& why);
     bool over_memory_limit(core::Millis now);
+    // README "Aligned consumption" (align_step.cpp): which partitions wait, and applying it.
+    flow::Alignment alignment(bool drain) const;
+    void align_consumption();
     bool partitions_added(core::Millis now);
     void set_status(const std::string& status, const std::string& error);
     void show_status(core::Millis now);
@@ -111,6 +115,9 @@ private:
     bool status_moved_ = false;
     bool eof_seen_ = false;
     bool memory_blocked_ = false;  // over stoatflow.worker_memory_limit: not consuming
+    // Over the limit, but partitions far apart in event time: only the slowest are read.
+    bool memory_draining_ = false;
+    std::size_t aligned_shown_ = 0;  // partitions paused as last logged
     std::int64_t memory_stopped_at_ = 0;
     std::int64_t snapshot_bytes_ = 0;  // window state the last commit serialized  // memory_stop:
                                        // the limit (bytes) then; 0: not stopped

@@ -31,7 +31,9 @@ namespace stoatflow::pg {
 void SourceWorker::step() {
     const core::Millis now = clock_.now();
     if (over_memory_limit(now)) return;
-    pipeline_->set_memory_limit(static_cast<std::int64_t>(worker_memory_limit_kb) * 1024,
+    // Draining (README "Aligned consumption") may pass the limit up to twice it.
+    pipeline_->set_memory_limit(static_cast<std::int64_t>(worker_memory_limit_kb) * 1024 *
+                                    (memory_draining_ ? 2 : 1),
                                 snapshot_bytes_);
     if (partitions_added(now)) return;
     bool progress = consume(pipeline_->path(), kPollTimeoutMs, now);
@@ -62,6 +64,7 @@ void SourceWorker::step() {
         if (h > pos && pipeline_->path().watermark().partition_max(tp.id()) == core::kNoTime)
             pipeline_->path().watermark().data_pending(tp.id());
     }
+    align_consumption();                     // README "Aligned consumption"
     meter_progress(pipeline_->path(), now);  // README "Progress"
     pipeline_->path().tick(now);
     // The idle flags are reported with the partitions: a change is worth a commit.

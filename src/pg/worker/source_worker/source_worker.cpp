@@ -335,12 +335,24 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
     for (const auto& a : pipeline_->path().aggregation_memory())
         used += static_cast<std::int64_t>(a.second);
     if (limit <= 0 || used <= limit) {
+        memory_draining_ = false;
         if (memory_blocked_) {
             memory_blocked_ = false;
             set_status("running", "");
         }
         return false;
     }
+    // Over the limit while partitions are far apart in event time (README "Aligned
+    // consumption"): the state is that of the partitions ahead, waiting for the watermark. Only
+    // the slowest partitions are read on, so the watermark moves and windows close; the stop
+    // below is for state that reading on would not free (no partition far behind the others, or
+    // the state still grows to twice the limit).
+    if (!memory_blocked_ && used <= 2 * limit &&
+        (memory_draining_ || !alignment(false).paused.empty())) {
+        memory_draining_ = true;
+        return false;
+    }
+    memory_draining_ = false;
     if (!memory_blocked_) {
         commit(false);
         if (!pipeline_) return true;  // aggregations changed: rebuilt from the committed state

@@ -1,0 +1,31 @@
+// Consumption aligned by event time (include/stoatflow/flow/alignment.hpp).
+#include "stoatflow/flow/alignment.hpp"
+
+#include <algorithm>
+
+namespace stoatflow::flow {
+
+core::Millis alignment_span(core::Millis max_out_of_orderness) {
+    return std::max(max_out_of_orderness, kMinAlignmentSpan);
+}
+
+Alignment align(const std::vector<PartitionTime>& parts,
+                const std::set<core::TopicPartition>& paused_before, core::Millis span,
+                bool drain) {
+    Alignment a;
+    for (const PartitionTime& p : parts)
+        if (p.unread && !p.idle && p.max != core::kNoTime)
+            a.floor = a.floor == core::kNoTime ? p.max : std::min(a.floor, p.max);
+    if (a.floor == core::kNoTime) return a;  // nothing to align: everything is read
+    const core::Millis pause_at = drain ? 0 : span;
+    const core::Millis resume_at = drain ? 0 : span / 2;
+    for (const PartitionTime& p : parts) {
+        if (!p.unread || p.idle || p.max == core::kNoTime) continue;
+        const core::Millis ahead = p.max - a.floor;
+        const bool was = paused_before.count(p.tp) != 0;
+        if (ahead > pause_at || (was && ahead > resume_at)) a.paused.insert(p.tp);
+    }
+    return a;
+}
+
+}  // namespace stoatflow::flow
