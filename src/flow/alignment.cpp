@@ -2,6 +2,7 @@
 #include "stoatflow/flow/alignment.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace stoatflow::flow {
 
@@ -21,7 +22,9 @@ Alignment align(const std::vector<PartitionTime>& parts,
     const core::Millis resume_at = drain ? 0 : span / 2;
     for (const PartitionTime& p : parts) {
         if (!p.unread || p.idle || p.max == core::kNoTime) continue;
-        const core::Millis ahead = p.max - a.floor;
+        // Event times come from records: any two may be as far apart as int64 allows.
+        core::Millis ahead = 0;
+        if (__builtin_sub_overflow(p.max, a.floor, &ahead)) ahead = INT64_MAX;
         const bool was = paused_before.count(p.tp) != 0;
         if (ahead > pause_at || (was && ahead > resume_at)) a.paused.insert(p.tp);
     }

@@ -302,6 +302,8 @@ void Consumer::drop_held(core::TopicPartition tp) {
 
 void Consumer::restart(core::TopicPartition tp, std::int64_t offset) {
     drop_held(tp);
+    // A paused partition is out of the assignment already: it is only put back.
+    const bool was_paused = paused_.erase(tp) != 0;
     const std::string& topic = topic_name(tp);
     const std::int32_t partition = tp.partition;
     // A partition stopped by an offset error cannot be seeked (librdkafka: erroneous state);
@@ -313,6 +315,7 @@ void Consumer::restart(core::TopicPartition tp, std::int64_t offset) {
         return list;
     };
     for (bool add : {false, true}) {
+        if (!add && was_paused) continue;
         rd_kafka_topic_partition_list_t* list = one(offset);
         rd_kafka_error_t* e =
             add ? rd_kafka_incremental_assign(rk_, list) : rd_kafka_incremental_unassign(rk_, list);
@@ -354,28 +357,24 @@ void Consumer::unpark(core::TopicPartition tp, std::int64_t offset) {
     }
 }
 
-bool Consumer::set_paused(const std::set<core::TopicPartition>& paused) {
-    std::vector<core::TopicPartition> stop, go;
-    for (const core::TopicPartition tp : paused)
-        if (!paused_.count(tp)) stop.push_back(tp);
-    for (const core::TopicPartition tp : paused_)
-        if (!paused.count(tp)) go.push_back(tp);
-    for (bool pause : {true, false}) {
-        const std::vector<core::TopicPartition>& tps = pause ? stop : go;
-        if (tps.empty()) continue;
-        rd_kafka_topic_partition_list_t* list =
-            rd_kafka_topic_partition_list_new(static_cast<int>(tps.size()));
-        for (const core::TopicPartition tp : tps)
-            rd_kafka_topic_partition_list_add(list, topic_name(tp).c_str(), tp.partition);
-        const rd_kafka_resp_err_t err =
-            pause ? rd_kafka_pause_partitions(rk_, list) : rd_kafka_resume_partitions(rk_, list);
-        rd_kafka_topic_partition_list_destroy(list);
-        if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
-            fail(std::string("cannot ") + (pause ? "pause" : "resume") +
-                 " partitions: " + rd_kafka_err2str(err));
+bool Consumer::set_paused(const std::map<core::TopicPartition, std::int64_t>& paused) {
+    bool changed = false;
+    for (auto it = paused_.begin(); it != paused_.end();) {
+        if (paused.count(it->first)) {
+            ++it;
+            continue;
+        }
+        unpark(it->first, it->second);
+        it = paused_.erase(it);
+        changed = true;
     }
-    paused_ = paused;
-    return !stop.empty() || !go.empty();
+    for (const auto& [tp, offset] : paused)
+        if (!paused_.count(tp)) {
+            park(tp);
+            paused_[tp] = offset;
+            changed = true;
+        }
+    return changed;
 }
 
 void Consumer::commit_offsets(const std::map<core::TopicPartition, std::int64_t>& next) {

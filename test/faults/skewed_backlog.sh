@@ -17,7 +17,7 @@ HOURS=${SKEW_HOURS:-8}        # event time the stream spans
 DENSE=${SKEW_DENSE:-48000}    # records of partition 0 (about 3 MiB: mock partitions keep ~5 MiB)
 SPARSE=${SKEW_SPARSE:-4800}   # records of each other partition
 KEYS_PER_PARTITION=400
-LIMIT_KB=${SKEW_LIMIT_KB:-6144}
+LIMIT_KB=${SKEW_LIMIT_KB:-20480}  # aligned: about half of it; all of the others read: over it
 KILL_AFTER_S=${SKEW_KILL_AFTER_S:-4}
 
 # The stream, written in events.py's file layout (one chunk; key i in partition i % 24, each
@@ -44,8 +44,18 @@ broker_start "$(broker_topics)" || fail "the $TEST_BROKER broker did not start"
 pg_init
 echo "stoatflow.worker_memory_limit = '${LIMIT_KB}kB'" >>"$PGDATA_DIR/postgresql.conf"
 pg_start
-produce_chunks 0 0
-setup_pipeline
+# Mock partitions keep ~5 MiB: so that each partition is many fetches long, as in a real backlog,
+# records go in small producer batches and the source fetches 16 KiB per partition at a time.
+for ((p = 0; p < PARTITIONS; p++)); do
+    timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -X batch.num.messages=100 \
+        <"$EVENTS_DIR/chunk-00-p$p.jsonl" 2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce partition $p"; }
+done
+sql "CREATE EXTENSION stoatflow" >/dev/null
+sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key => 'user_id',
+        event_time => 'ts', max_out_of_orderness => '1 hour',
+        kafka_options => '{\"max.partition.fetch.bytes\": \"16384\"}')" >/dev/null
+sql "SELECT stoatflow.create_aggregation('agg', '$SOURCE', stoatflow.tumbling('1 minute'),
+        'count(*) AS n, sum(amount) AS total', '$SINK')" >/dev/null
 wait_worker ""
 log "worker pid $WORKER_PID; limit ${LIMIT_KB} kB; the whole backlog waits in the topic"
 

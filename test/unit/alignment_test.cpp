@@ -70,3 +70,14 @@ TEST(Alignment, APausedPartitionStaysPausedWhileTheFloorMovesTowardsIt) {
         EXPECT_EQ(paused.count({0, 0}), 0u);
     }
 }
+
+TEST(Alignment, HostileEventTimesNeitherOverflowNorPauseForever) {
+    // A record from the far future on partition 1, one from the far past on partition 0.
+    const core::Millis past = INT64_MIN + 1, future = INT64_MAX;
+    auto a = align({part(0, past), part(1, future), part(2, 1000)}, kNone, 200, false);
+    EXPECT_EQ(a.floor, past);
+    EXPECT_EQ(a.paused, (std::set<TopicPartition>{{0, 1}, {0, 2}}));
+    // Once the others are read to their end, the one far ahead is read too.
+    a = align({part(0, past, false), part(1, future), part(2, 1000, false)}, a.paused, 200, false);
+    EXPECT_TRUE(a.paused.empty());
+}

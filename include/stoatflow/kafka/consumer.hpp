@@ -14,7 +14,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,11 +101,13 @@ public:
     void park(core::TopicPartition tp);
     void unpark(core::TopicPartition tp, std::int64_t offset);
     // Consumption aligned by event time (README "Aligned consumption"): the partitions in
-    // `paused` stop fetching (librdkafka pause: the position stays after the last record handed
-    // out, so on resume nothing is skipped or read twice); the others paused before fetch again.
-    // Returns whether anything changed. Throws Error.
-    bool set_paused(const std::set<core::TopicPartition>& paused);
-    const std::set<core::TopicPartition>& paused() const { return paused_; }
+    // `paused` (each with the next offset the worker wants from it) stop fetching, what they
+    // had prefetched is dropped; the others paused before fetch again from the offset they were
+    // paused at. Like park/unpark, by explicit positions: nothing is skipped or read twice
+    // (librdkafka's own pause/resume can skip records before 2.1). Returns whether anything
+    // changed. Throws Error.
+    bool set_paused(const std::map<core::TopicPartition, std::int64_t>& paused);
+    const std::map<core::TopicPartition, std::int64_t>& paused() const { return paused_; }
 
     // Offsets for lag tools (asynchronous, best effort: PostgreSQL holds the truth).
     void commit_offsets(const std::map<core::TopicPartition, std::int64_t>& next);
@@ -134,9 +135,9 @@ private:
     std::vector<std::string> topics_;
     std::int32_t last_topic_ = 0;  // the topic of the previous message: most likely the next's
     bool want_headers_ = false;
-    std::vector<format::KafkaHeader> headers_;  // the current message's
-    std::vector<rd_kafka_message_s*> held_;     // a batch not ready yet (poll's `ready`)
-    std::set<core::TopicPartition> paused_;     // set_paused
+    std::vector<format::KafkaHeader> headers_;             // the current message's
+    std::vector<rd_kafka_message_s*> held_;                // a batch not ready yet (poll's `ready`)
+    std::map<core::TopicPartition, std::int64_t> paused_;  // set_paused: → its position
     // Held messages of one partition are dropped: it is read again from a new position.
     void drop_held(core::TopicPartition tp);
 };

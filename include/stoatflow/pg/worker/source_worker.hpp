@@ -118,6 +118,7 @@ private:
     // Over the limit, but partitions far apart in event time: only the slowest are read.
     bool memory_draining_ = false;
     std::size_t aligned_shown_ = 0;  // partitions paused as last logged
+    core::Millis aligned_logged_at_ = 0;
     std::int64_t memory_stopped_at_ = 0;
     std::int64_t snapshot_bytes_ = 0;  // window state the last commit serialized  // memory_stop:
                                        // the limit (bytes) then; 0: not stopped

@@ -2,6 +2,8 @@
 // partitions that run ahead of the slowest one (the decision is flow::align's; this only feeds
 // it the partitions and applies it to the consumer), and logs when partitions start or stop
 // waiting.
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,8 @@
 #include "stoatflow/pg/worker/source_worker.hpp"
 
 namespace stoatflow::pg {
+
+constexpr core::Millis kAlignLogMs = 60'000;
 
 flow::Alignment SourceWorker::alignment(bool drain) const {
     std::vector<flow::PartitionTime> parts;
@@ -21,19 +25,27 @@ flow::Alignment SourceWorker::alignment(bool drain) const {
         const std::int64_t pos = next == path.next_offsets().end() ? 0 : next->second;
         parts.push_back({tp, wm.partition_max(tp.id()), high > pos, wm.is_idle(tp.id())});
     }
-    return flow::align(parts, consumer_->paused(), flow::alignment_span(wm.max_out_of_orderness()),
-                       drain);
+    std::set<core::TopicPartition> before;
+    for (const auto& p : consumer_->paused()) before.insert(p.first);
+    return flow::align(parts, before, flow::alignment_span(wm.max_out_of_orderness()), drain);
 }
 
 void SourceWorker::align_consumption() {
     const flow::Alignment a = alignment(memory_draining_);
-    if (!consumer_->set_paused(a.paused)) return;
-    const std::size_t n = a.paused.size();
-    if ((n == 0) == (aligned_shown_ == 0)) {
-        aligned_shown_ = n;
-        return;
+    // Paused at the next offset the record path wants: read again from there.
+    std::map<core::TopicPartition, std::int64_t> paused;
+    const auto& next = pipeline_->path().next_offsets();
+    for (const core::TopicPartition tp : a.paused) {
+        const auto it = next.find(tp);
+        if (it != next.end()) paused[tp] = it->second;
     }
+    if (!consumer_->set_paused(paused)) return;
+    const std::size_t n = paused.size();
+    // A line when partitions start or stop waiting, at most one a minute (they may take turns).
+    const core::Millis now = clock_.now();
+    if ((n == 0) == (aligned_shown_ == 0) || now - aligned_logged_at_ < kAlignLogMs) return;
     aligned_shown_ = n;
+    aligned_logged_at_ = now;
     const std::string msg =
         n == 0
             ? std::string("every partition is read again")
