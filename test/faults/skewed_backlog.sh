@@ -6,7 +6,8 @@
 # state passes a low stoatflow.worker_memory_limit. Without alignment the worker then stops
 # consuming, and partition 0, the one that holds the watermark, is never read again: a stall
 # forever. With it, the partitions ahead wait while partition 0 catches up: the source catches
-# up with the state under the limit, across a kill -9 mid-catch-up, and the sink is exact.
+# up without a memory stop, its state within the drain bound (twice the limit, README "Aligned
+# consumption"), across a kill -9 mid-catch-up, and the sink is exact.
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -49,6 +50,7 @@ pg_start
 for ((p = 0; p < PARTITIONS; p++)); do
     timeout "$KCAT_TIMEOUT" kcat -P -b "$KAFKA_BROKERS" -t "$TOPIC" -p "$p" -X batch.num.messages=100 \
         <"$EVENTS_DIR/chunk-00-p$p.jsonl" 2>"$WORK/kcat.err" || { cat "$WORK/kcat.err" >&2; fail "kcat could not produce partition $p"; }
+    PRODUCED=$((PRODUCED + $(wc -l <"$EVENTS_DIR/chunk-00-p$p.jsonl")))
 done
 sql "CREATE EXTENSION stoatflow" >/dev/null
 sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key => 'user_id',
@@ -86,10 +88,11 @@ wait_until "${SKEW_CATCHUP_S:-60}" "the skewed backlog caught up (status: $(sour
 watch
 log "caught up; state peaked at $((PEAK / 1024)) kB"
 [ -z "$STOPPED" ] || fail "the worker stopped at the memory limit: $STOPPED"
-((PEAK <= LIMIT_KB * 1024)) || fail "state peaked at $((PEAK / 1024)) kB, over the limit of ${LIMIT_KB} kB"
 grep -q "partitions wait: their event time is ahead" "$SERVER_LOG" ||
     fail "the server log never says partitions waited"
 verify_sink
+# Over the limit the worker drains (reads only the slowest partitions) up to twice the limit.
+((PEAK <= 2 * LIMIT_KB * 1024)) || fail "state peaked at $((PEAK / 1024)) kB, over twice the limit of ${LIMIT_KB} kB"
 check_log
 log "RESULT events=$EVENTS_TOTAL peak_kb=$((PEAK / 1024)) limit_kb=$LIMIT_KB rows_compared=$VERIFY_ROWS match=yes"
 faults_pass
