@@ -17,7 +17,12 @@ namespace stoatflow::flow {
 std::unique_ptr<format::RowDecoder> row_decoder(const RowPlan& plan) {
     const std::vector<std::string> declared(plan.names.begin(),
                                             plan.names.begin() + plan.paths.size());
-    return format::make_row_decoder(plan.format, declared, plan.paths);
+    // A timestamptz column takes an instant as epoch milliseconds (fast_convert.hpp, and the
+    // PostgreSQL lane alike), so the decoder need not render it as text parsed back.
+    std::vector<bool> epoch_ms(plan.paths.size(), false);
+    for (std::size_t c = 0; c < epoch_ms.size() && c < plan.fast.size(); ++c)
+        epoch_ms[c] = plan.fast[c] == format::FastType::Timestamptz;
+    return format::make_row_decoder(plan.format, declared, plan.paths, epoch_ms);
 }
 
 RecordPath::RecordPath(const RecordPathConfig& config)

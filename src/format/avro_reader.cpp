@@ -3,6 +3,7 @@
 // step per writer field, a union step one per branch); per record the reader only walks the
 // steps. Values nothing reads are skipped by the writer schema's node indexes.
 #include "stoatflow/core/error.hpp"
+#include "stoatflow/core/event_time.hpp"
 #include "stoatflow/format/avro.hpp"
 #include "stoatflow/format/json_text.hpp"
 #include "stoatflow/format/limits.hpp"
@@ -50,7 +51,7 @@ struct Bad {};
 
 // The steps flattened: a record no column takes whole is its fields' ops in order; a leaf one
 // column takes as it is, or one nothing takes, is one op; anything else runs its step tree.
-enum class Code : std::uint8_t { Tree, Skip, SkipVarint, SkipLen, Int, Long, String };
+enum class Code : std::uint8_t { Tree, Skip, SkipVarint, SkipLen, Int, Long, String, Ts };
 struct Op {
     Code code;
     std::uint16_t col;
@@ -66,6 +67,7 @@ struct Program::Impl {
     std::vector<Op> ops;
     std::vector<Constant> constants;
     std::size_t width = 0;
+    std::vector<bool> epoch_ms;  // per column (Program's constructor)
     std::string detail;
     std::string scratch;
     std::size_t items = 0;
@@ -458,6 +460,25 @@ struct Program::Impl {
         return b == 1;
     }
 
+    // A timestamp-millis/-micros value into column c: epoch milliseconds for a column that
+    // takes them (epoch_ms) when the value is a whole millisecond in range, else ISO-8601 text.
+    void timestamp(const Step& st, std::uint16_t c, std::int64_t v, RawRows& rows, std::size_t row,
+                   std::size_t first) {
+        const bool micros = st.render == Render::TsMicros;
+        if (c < epoch_ms.size() && epoch_ms[c] && (!micros || v % 1000 == 0)) {
+            const std::int64_t ms = micros ? v / 1000 : v;
+            if (core::in_event_time_range(ms)) {
+                char buf[24];
+                const auto r = std::to_chars(buf, buf + sizeof buf, ms);
+                rows.set(row, first + c, RawKind::Number, std::string_view(buf, r.ptr - buf));
+                return;
+            }
+        }
+        scratch.clear();
+        append_timestamp(scratch, v, micros ? 1000000 : 1000);
+        rows.set(row, first + c, RawKind::String, scratch);
+    }
+
     void put(const Step& st, RawRows& rows, std::size_t row, std::size_t first, RawKind kind,
              std::string_view text) {
         for (const std::uint16_t c : st.cols) rows.set(row, first + c, kind, text);
@@ -482,8 +503,7 @@ struct Program::Impl {
             const std::int64_t v = st.type == Type::Int ? read_int() : read_long();
             scratch.clear();
             if (st.render == Render::TsMillis || st.render == Render::TsMicros) {
-                append_timestamp(scratch, v, st.render == Render::TsMillis ? 1000 : 1000000);
-                put(st, rows, row, first, RawKind::String, scratch);
+                for (const std::uint16_t c : st.cols) timestamp(st, c, v, rows, row, first);
             } else if (st.render == Render::Date) {
                 if (v < INT32_MIN || v > INT32_MAX) fail("a date beyond 32 bits");
                 bool bc;
@@ -578,6 +598,7 @@ struct Program::Impl {
             case Code::String:
                 rows.set(row, first + op.col, RawKind::String, checked_string(take(read_len())));
                 break;
+            case Code::Ts: timestamp(*op.step, op.col, read_long(), rows, row, first); break;
             }
         }
     }
@@ -599,6 +620,9 @@ struct Program::Impl {
                            : st.type == Type::Long ? Code::Long
                                                    : Code::String;
             ops.push_back({c, st.cols[0], depth, &st});
+        } else if (st.cols.size() == 1 && st.type == Type::Long &&
+                   (st.render == Render::TsMillis || st.render == Render::TsMicros)) {
+            ops.push_back({Code::Ts, st.cols[0], depth, &st});
         } else {
             ops.push_back({Code::Tree, 0, depth, &st});
         }
@@ -875,13 +899,15 @@ struct Program::Impl {
     }
 };
 
-Program::Program(const Schema& writer, const Schema* reader, const ColumnPaths& columns)
+Program::Program(const Schema& writer, const Schema* reader, const ColumnPaths& columns,
+                 const std::vector<bool>& epoch_ms)
     : impl_(std::make_unique<Impl>()) {
     if (columns.size() > UINT16_MAX)
         throw Error(sqlstate::kProgramLimitExceeded, "too many columns for an Avro source");
     impl_->writer = writer;
     impl_->reader = reader;
     impl_->width = columns.size();
+    impl_->epoch_ms = epoch_ms;
     std::vector<Impl::Want> wants;
     for (std::size_t i = 0; i < columns.size(); ++i)
         wants.push_back({static_cast<std::uint16_t>(i), &columns[i], 0});

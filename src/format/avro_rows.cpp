@@ -9,11 +9,11 @@
 namespace stoatflow::format {
 
 AvroRows::AvroRows(const AvroOptions& options, std::shared_ptr<SchemaSource> schemas,
-                   const avro::ColumnPaths& columns)
-    : columns_(columns), schemas_(std::move(schemas)) {
+                   const avro::ColumnPaths& columns, const std::vector<bool>& epoch_ms)
+    : columns_(columns), epoch_ms_(epoch_ms), schemas_(std::move(schemas)) {
     if (!options.registry()) {
         const avro::Schema writer = avro::Schema::parse(options.schema);
-        inline_ = std::make_unique<avro::Program>(writer, nullptr, columns_);
+        inline_ = std::make_unique<avro::Program>(writer, nullptr, columns_, epoch_ms_);
     } else if (!options.reader_schema.empty()) {
         reader_ = std::make_unique<avro::Schema>(avro::Schema::parse(options.reader_schema));
     }
@@ -22,17 +22,18 @@ AvroRows::AvroRows(const AvroOptions& options, std::shared_ptr<SchemaSource> sch
 AvroRows::~AvroRows() = default;
 
 const AvroRows::Compiled* AvroRows::compiled(std::uint32_t id) {
-    return compile(id, columns_, reader_.get(), by_id_);
+    return compile(id, columns_, reader_.get(), by_id_, epoch_ms_);
 }
 
 const AvroRows::Compiled* AvroRows::compiled_key(std::uint32_t id) {
     static const avro::ColumnPaths kWhole = {{}};  // the value itself
-    return compile(id, kWhole, nullptr, key_by_id_);
+    return compile(id, kWhole, nullptr, key_by_id_, {});
 }
 
 const AvroRows::Compiled* AvroRows::compile(std::uint32_t id, const avro::ColumnPaths& columns,
                                             const avro::Schema* reader,
-                                            std::unordered_map<std::uint32_t, Compiled>& into) {
+                                            std::unordered_map<std::uint32_t, Compiled>& into,
+                                            const std::vector<bool>& epoch_ms) {
     auto it = into.find(id);
     if (it != into.end()) return &it->second;
     Compiled c;
@@ -52,7 +53,7 @@ const AvroRows::Compiled* AvroRows::compile(std::uint32_t id, const avro::Column
         } else {
             try {
                 const avro::Schema writer = avro::Schema::parse(a.text ? *a.text : "");
-                c.program = std::make_unique<avro::Program>(writer, reader, columns);
+                c.program = std::make_unique<avro::Program>(writer, reader, columns, epoch_ms);
             } catch (const Error& e) {
                 c.reason = DeadReason::BadAvro;
                 c.detail = "schema id " + sid + " cannot be read into the columns: " + e.what();

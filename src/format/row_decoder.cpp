@@ -197,11 +197,13 @@ RecordFormat parse_record_format(const std::string& format,
 
 std::unique_ptr<RowDecoder> make_row_decoder(const RecordFormat& format,
                                              const std::vector<std::string>& names,
-                                             const std::vector<std::vector<std::string>>& paths) {
+                                             const std::vector<std::vector<std::string>>& paths,
+                                             const std::vector<bool>& epoch_ms) {
     switch (format.kind) {
     case FormatKind::Json: return std::make_unique<JsonRows>(paths);
     case FormatKind::Csv: return std::make_unique<CsvRows>(format.csv, names);
-    case FormatKind::Avro: return std::make_unique<AvroRows>(format.avro, format.schemas, paths);
+    case FormatKind::Avro:
+        return std::make_unique<AvroRows>(format.avro, format.schemas, paths, epoch_ms);
     case FormatKind::Protobuf: return make_proto_rows(format.proto, format.schemas, paths);
     }
     throw Error(sqlstate::kInternalError, "unhandled record format");

@@ -89,10 +89,14 @@ using ColumnPaths = std::vector<std::vector<std::string>>;
 // compatibility), compiled once. Throws stoatflow::Error (42804) when the writer schema cannot
 // be read into a column by Avro's resolution rules (a type that does not promote, a missing
 // field without a default in a reader schema that is not nullable); the reader schema is only
-// used while compiling.
+// used while compiling. epoch_ms (per column; shorter: false): the column takes an integer
+// number as epoch milliseconds (a timestamptz column, fast_convert.hpp); a timestamp-millis or
+// -micros value that is a whole millisecond in core::in_event_time_range goes to it as that
+// number, not as ISO-8601 text the column would parse back (the same instant either way).
 class Program {
 public:
-    Program(const Schema& writer, const Schema* reader, const ColumnPaths& columns);
+    Program(const Schema& writer, const Schema* reader, const ColumnPaths& columns,
+            const std::vector<bool>& epoch_ms = {});
     ~Program();
     Program(Program&&) noexcept;
     Program& operator=(Program&&) noexcept;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace stoatflow::format {
 
@@ -20,8 +21,9 @@ class AvroRows final : public RowDecoder {
 public:
     // Throws stoatflow::Error: 22023 for an inline schema that is none, 42804 when it cannot be
     // read into the columns.
+    // epoch_ms: avro::Program's (the columns that take epoch milliseconds).
     AvroRows(const AvroOptions& options, std::shared_ptr<SchemaSource> schemas,
-             const avro::ColumnPaths& columns);
+             const avro::ColumnPaths& columns, const std::vector<bool>& epoch_ms = {});
     ~AvroRows() override;
 
     // bad_avro: no frame (a registry source), a body that does not decode, a writer schema that
@@ -50,11 +52,13 @@ private:
     const Compiled* compiled_key(std::uint32_t id);
     const Compiled* compile(std::uint32_t id, const avro::ColumnPaths& columns,
                             const avro::Schema* reader,
-                            std::unordered_map<std::uint32_t, Compiled>& into);
+                            std::unordered_map<std::uint32_t, Compiled>& into,
+                            const std::vector<bool>& epoch_ms);
     // A framed key's schema id (false: the key is no frame).
     static bool key_id(const char* key, std::size_t len, std::uint32_t& id);
 
     avro::ColumnPaths columns_;
+    std::vector<bool> epoch_ms_;
     std::shared_ptr<SchemaSource> schemas_;
     std::unique_ptr<avro::Program> inline_;  // an inline schema
     std::unique_ptr<avro::Schema> reader_;   // reader_schema (registry), nullptr: none

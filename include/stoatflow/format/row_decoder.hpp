@@ -114,9 +114,12 @@ public:
 };
 
 // names and paths: the declared columns (paths: the JSON member paths; a CSV source's are
-// unused: its columns are positional).
+// unused: its columns are positional). epoch_ms (per declared column; shorter: false): the
+// column takes an integer number as epoch milliseconds (timestamptz), so a format whose values
+// are instants (Avro's timestamp-millis/-micros) may hand it that number instead of text.
 std::unique_ptr<RowDecoder> make_row_decoder(const RecordFormat& format,
                                              const std::vector<std::string>& names,
-                                             const std::vector<std::vector<std::string>>& paths);
+                                             const std::vector<std::vector<std::string>>& paths,
+                                             const std::vector<bool>& epoch_ms = {});
 
 }  // namespace stoatflow::format
