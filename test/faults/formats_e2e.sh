@@ -24,14 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$FAULTS_REPO/test/registry/registry.sh"
 
 faults_begin formats_e2e
-e2e_cleanup() {
-    local rc=$?
-    set +e # (under set -e the failing status below would end the trap before faults_cleanup)
-    fake_registry_stop >/dev/null 2>&1
-    (exit "$rc")
-    faults_cleanup
-}
-trap e2e_cleanup EXIT
+registry_scenario_begin faults_cleanup || fail "the registry tools are missing"
 
 EVENTS=${FORMATS_E2E_EVENTS:-20000}
 KEYS=256
@@ -40,8 +33,6 @@ NCHUNKS=8 # 96 minutes of event time: windows close under the hour of out-of-ord
 read -r -a FORMATS <<<"${FORMATS_E2E_FORMATS:-json avro proto csv}"
 [ "${FORMATS[0]}" = json ] || { echo "formats_e2e: FORMATS_E2E_FORMATS must start with json" >&2; exit 2; }
 COLUMNS='user_id text, ts bigint, amount bigint'
-registry_python >/dev/null || fail "python3-avro / python3-protobuf missing"
-DELIM=$(registry_delimiter) || fail "produce.py delimiter failed"
 
 cat >"$WORK/v1.avsc" <<'EOF'
 {"type": "record", "name": "Event", "namespace": "stoatflow.test", "fields": [

@@ -24,14 +24,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$FAULTS_REPO/test/registry/registry.sh"
 
 faults_begin registry_outage
-registry_cleanup() {
-    local rc=$?
-    set +e # (under set -e the failing status below would end the trap before faults_cleanup)
-    fake_registry_stop >/dev/null 2>&1
-    (exit "$rc")
-    faults_cleanup
-}
-trap registry_cleanup EXIT
+registry_scenario_begin faults_cleanup || fail "the registry tools are missing"
 
 EVENTS=${REGISTRY_OUTAGE_EVENTS:-12000}
 KEYS=128
@@ -42,8 +35,6 @@ SLOW_S=15                                   # s: the slow registry's delay (the 
 REG_USER=stoat
 REG_PASSWORD=pw-$RANDOM-not-to-be-shown
 SUBJECT=$TOPIC-value
-registry_python >/dev/null || fail "python3-avro / python3-protobuf missing"
-DELIM=$(registry_delimiter) || fail "produce.py delimiter failed"
 
 # Writer schemas: v1 declared before the source; v2 promotes amount int -> long, drops note and
 # adds region with a default; v3 adds a nullable channel; v4 orders the fields differently.

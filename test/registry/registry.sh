@@ -11,6 +11,9 @@
 #   id=$(fake_registry_register SUBJECT FILE [AVRO|PROTOBUF])   # through the control door
 #   registry_py produce.py ARGS... | kcat -P -D "$(registry_delimiter)" -b BROKERS -t TOPIC -p N
 #       # produce.py's record delimiter for kcat (binary bodies hold line breaks)
+#   registry_scenario_begin CLEANUP   # a fault scenario's start (after faults_begin): an EXIT
+#       # trap that stops the registry, then runs CLEANUP (faults_cleanup) with the exit status
+#       # kept; checks the interpreter and exports DELIM (registry_delimiter's answer)
 #
 # REGISTRY_PYTHON: an interpreter with python3-avro and python3-protobuf (the first of python3,
 # /usr/bin/python3 that imports both; test/install_deps.sh installs them for Debian's).
@@ -100,4 +103,24 @@ fake_registry_stop() {
         REGISTRY_DIR=
     fi
     return 0
+}
+
+_registry_scenario_cleanup=
+_registry_scenario_exit() {
+    local rc=$?
+    set +e # (under set -e the failing status below would end the trap before the cleanup)
+    fake_registry_stop >/dev/null 2>&1
+    (exit "$rc")
+    "$_registry_scenario_cleanup"
+}
+
+registry_scenario_begin() { # CLEANUP: see the head of this file
+    _registry_scenario_cleanup=$1
+    trap _registry_scenario_exit EXIT
+    if ! registry_python >/dev/null; then
+        _registry_log "python3-avro / python3-protobuf missing"
+        return 1
+    fi
+    DELIM=$(registry_delimiter) || { _registry_log "produce.py delimiter failed"; return 1; }
+    export DELIM
 }
