@@ -691,6 +691,44 @@ BEGIN
 END $$;
 
 ------------------------------------------------------------------------------------------
+-- Per-source views with the progress columns (README "Monitoring", "Progress")
+------------------------------------------------------------------------------------------
+
+-- A source's view in stoatflow_source shows its rows of stoatflow.sources, the progress columns
+-- (records_per_second, lag_time, eta, progress_at) too, last. CREATE OR REPLACE: at the upgrade
+-- an existing view gains them and keeps its owner, its grants and the views built on it.
+CREATE OR REPLACE FUNCTION stoatflow._create_source_view(source_name text, owner regrole)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    EXECUTE format('CREATE OR REPLACE VIEW stoatflow_source.%I WITH (security_barrier) AS '
+                   'SELECT source_name, topic, partition, committed_offset, high_watermark, lag, idle, '
+                   'watermark, last_commit_at, status, last_error, offsets_skipped, topics, kafka_options, '
+                   'records_per_second, lag_time, eta, progress_at '
+                   'FROM stoatflow.sources WHERE source_name = %L', source_name, source_name);
+    -- A role dropped since it created the source (0.1 kept no dependency): the extension's owner
+    -- keeps the view. A source's owner may name its view and pass that on (USAGE WITH GRANT
+    -- OPTION on the schema; superusers need none), never create anything in the schema.
+    IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = owner) THEN
+        EXECUTE format('ALTER VIEW stoatflow_source.%I OWNER TO %s', source_name, owner);
+        IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = owner) THEN
+            EXECUTE format('GRANT USAGE ON SCHEMA stoatflow_source TO %s WITH GRANT OPTION', owner);
+        END IF;
+    END IF;
+    EXECUTE format('COMMENT ON VIEW stoatflow_source.%I IS %L', source_name,
+        format('stoatflow source %s: SELECT on this view allows stoatflow.create_aggregation() over it', source_name));
+END $$;
+DO $$
+DECLARE
+    src record;
+BEGIN
+    FOR src IN SELECT s.source_name, s.created_by FROM stoatflow.source s
+                WHERE to_regclass(format('stoatflow_source.%I', s.source_name)) IS NOT NULL LOOP
+        PERFORM stoatflow._create_source_view(src.source_name, src.created_by::regrole);
+    END LOOP;
+END $$;
+
+------------------------------------------------------------------------------------------
 -- Formats (README "Formats")
 ------------------------------------------------------------------------------------------
 
