@@ -84,7 +84,7 @@ kafka)
 esac
 export STOATFLOW_TEST_BROKER=$broker
 if ((!$#)) && [ "$broker" = mock ]; then
-    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e) # the rest need kafka
+    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e skewed_backlog) # the rest need kafka
 fi
 
 passed=0
