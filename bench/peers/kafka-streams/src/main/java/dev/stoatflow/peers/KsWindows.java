@@ -11,6 +11,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
@@ -53,6 +56,7 @@ import org.apache.kafka.streams.state.internals.RocksDbTimeOrderedSessionBytesSt
  *                  | session GAP_MS GRACE_MS     (repeatable)
  *           [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID]
  *           [--state-dir DIR] [--no-changelog] [--keep-until-emitted] [--config KEY=VALUE]...
+ *           [--flush-topic TOPIC --flush-ts MS]
  * </pre>
  *
  * Every input topic is a sub-topology of its own, hence a task of its own with its own stream time
@@ -76,6 +80,15 @@ import org.apache.kafka.streams.state.internals.RocksDbTimeOrderedSessionBytesSt
  *
  * <p>--config KEY=VALUE (repeatable): a Kafka Streams setting applied last, over the program's own
  * (e.g. processing.guarantee=exactly_once_v2, statestore.cache.max.bytes=10485760).
+ *
+ * <p>--flush-topic TOPIC --flush-ts MS (one --input only): onWindowClose looks for closed windows
+ * only while it processes a record, and at most once per emit interval of wall clock, so with the
+ * default interval the windows the input's last records close would never be emitted. TOPIC (as
+ * many partitions as the input, created beforehand) is read by the same tasks as the input; once
+ * --expect-records input records are read and an emit interval has passed without one, the
+ * program writes one record per partition to it (key zz-flush-P, event time MS: a window of its
+ * own key that stays open), which makes each task look again. It stops once those are read and no
+ * window was written for two seconds. Flush records are not counted as records read.
  */
 public final class KsWindows {
     /** count + sum(amount): the aggregate, 16 bytes on the wire. */
@@ -194,7 +207,8 @@ public final class KsWindows {
         System.err.println("usage: KsWindows --bootstrap HOST:PORT --output TOPIC --input TOPIC[,TOPIC...]\n"
                 + "    --window tumbling SIZE_MS GRACE_MS | hopping SIZE_MS ADVANCE_MS GRACE_MS | session GAP_MS GRACE_MS\n"
                 + "    [--window ...] [--run-seconds N] [--idle-seconds N] [--expect-records N] [--app-id ID] [--state-dir DIR]\n"
-                + "    [--no-changelog] [--keep-until-emitted] [--config KEY=VALUE]...");
+                + "    [--no-changelog] [--keep-until-emitted] [--config KEY=VALUE]...\n"
+                + "    [--flush-topic TOPIC --flush-ts MS]");
         System.exit(2);
     }
 
@@ -219,6 +233,8 @@ public final class KsWindows {
         boolean changelog = true;
         boolean keepUntilEmitted = false;
         List<String[]> extraConfig = new ArrayList<>();
+        String flushTopic = null;
+        long flushTs = -1;
         try {
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
@@ -238,6 +254,8 @@ public final class KsWindows {
                     case "--state-dir" -> stateDir = args[++i];
                     case "--no-changelog" -> changelog = false;
                     case "--keep-until-emitted" -> keepUntilEmitted = true;
+                    case "--flush-topic" -> flushTopic = args[++i];
+                    case "--flush-ts" -> flushTs = Long.parseLong(args[++i]);
                     case "--config" -> {
                         String kv = args[++i];
                         int eq = kv.indexOf('=');
@@ -274,6 +292,9 @@ public final class KsWindows {
         if (bootstrap == null || output == null || inputs.isEmpty() || specs.isEmpty()) {
             usage("--bootstrap, --output, --input and --window are required");
         }
+        if ((flushTopic == null) != (flushTs < 0) || (flushTopic != null && (inputs.size() != 1 || expectRecords < 0))) {
+            usage("--flush-topic and --flush-ts go together, with one --input and --expect-records");
+        }
         for (Spec s : specs) {
             if (specs.stream().filter(o -> o.label().equals(s.label())).count() > 1) {
                 usage("one --window per kind");
@@ -296,7 +317,7 @@ public final class KsWindows {
         // onWindowClose checks for closed windows at most once per this wall-clock interval
         // (internal setting, default 1000 ms): with the default, a stream read in under a second
         // would never emit its last closed windows. 0: check after every record.
-        props.put("__emit.interval.ms.kstreams.windowed.aggregation__", 0L);
+        props.put(EMIT_INTERVAL, 0L);
         for (String[] kv : extraConfig) {
             props.put(kv[0], kv[1]);
         }
@@ -307,11 +328,18 @@ public final class KsWindows {
         AtomicLong lastReadNanos = new AtomicLong(System.nanoTime());
         AtomicLong windowsOut = new AtomicLong();
         AtomicLong firstReadNanos = new AtomicLong();
+        AtomicLong flushRead = new AtomicLong();
+        AtomicLong lastWindowNanos = new AtomicLong(System.nanoTime());
         for (String topic : inputs) {
             // one source node per topic (a sub-topology, hence a task, with its own stream time);
             // the Kafka message key is the grouping key, so groupByKey needs no repartition
-            KStream<String, String> in = builder.stream(topic, Consumed.with(Serdes.String(), Serdes.String()))
+            List<String> read = flushTopic == null ? List.of(topic) : List.of(topic, flushTopic);
+            KStream<String, String> in = builder.stream(read, Consumed.with(Serdes.String(), Serdes.String()))
                     .peek((k, v) -> {
+                        if (k != null && k.startsWith(FLUSH_KEY)) {
+                            flushRead.incrementAndGet();
+                            return;
+                        }
                         if (recordsRead.incrementAndGet() == 1) {
                             firstReadNanos.set(System.nanoTime());
                         }
@@ -358,7 +386,10 @@ public final class KsWindows {
                             .map((Windowed<String> w, Agg agg) -> KeyValue.pair(w.key(),
                                     line(topic, spec, w.key(), w.window().start(), w.window().end(), agg)));
                 }
-                out.peek((k, v) -> windowsOut.incrementAndGet())
+                out.peek((k, v) -> {
+                            windowsOut.incrementAndGet();
+                            lastWindowNanos.set(System.nanoTime());
+                        })
                         .to(output, Produced.with(Serdes.String(), Serdes.String()));
             }
         }
@@ -373,6 +404,8 @@ public final class KsWindows {
         long t0 = System.nanoTime();
         streams.start();
         String why = "run-seconds";
+        long emitIntervalNanos = emitIntervalMs(props) * 1_000_000L;
+        int flushed = 0; // flush records written, 0 before
         while (true) {
             Thread.sleep(100);
             long now = System.nanoTime();
@@ -386,6 +419,16 @@ public final class KsWindows {
             }
             long read = recordsRead.get();
             long quiet = now - lastReadNanos.get();
+            if (flushTopic != null && read >= expectRecords) {
+                if (flushed == 0 && quiet >= emitIntervalNanos + 250_000_000L) {
+                    flushed = flush(bootstrap, flushTopic, flushTs);
+                } else if (flushed > 0 && flushRead.get() >= flushed && now - lastWindowNanos.get() >= 2_000_000_000L
+                        && now - lastReadNanos.get() >= 2_000_000_000L) {
+                    why = "all expected records read, flushed";
+                    break;
+                }
+                continue;
+            }
             if (expectRecords >= 0 && read >= expectRecords && quiet >= 1_000_000_000L) {
                 why = "all expected records read";
                 break;
@@ -397,16 +440,45 @@ public final class KsWindows {
         }
         boolean closed = streams.close(Duration.ofSeconds(30));
         System.err.printf("KsWindows: stopped (%s) after %.1f s: %d records read (first after %.1f s, last after %.1f s),"
-                + " %d windows written to %s%s%n", why, (System.nanoTime() - t0) / 1e9, recordsRead.get(),
-                recordsRead.get() > 0 ? (firstReadNanos.get() - t0) / 1e9 : 0.0,
+                + " %d windows written to %s (last after %.1f s)%s%n", why, (System.nanoTime() - t0) / 1e9,
+                recordsRead.get(), recordsRead.get() > 0 ? (firstReadNanos.get() - t0) / 1e9 : 0.0,
                 recordsRead.get() > 0 ? (lastReadNanos.get() - t0) / 1e9 : 0.0, windowsOut.get(), output,
-                closed ? "" : " (close timed out)");
+                windowsOut.get() > 0 ? (lastWindowNanos.get() - t0) / 1e9 : 0.0, closed ? "" : " (close timed out)");
         try {
             deleteTree(Path.of(stateDir));
         } catch (Exception ignored) {
             // the temp dir stays
         }
         System.exit(why.startsWith("state") || !closed ? 1 : 0);
+    }
+
+    /** Key prefix of --flush-topic records. */
+    static final String FLUSH_KEY = "zz-flush-";
+
+    /** onWindowClose's emit interval as configured (internal setting; Kafka Streams' default 1000 ms). */
+    static long emitIntervalMs(Properties props) {
+        Object v = props.get(EMIT_INTERVAL);
+        return v == null ? 1000L : Long.parseLong(v.toString());
+    }
+
+    static final String EMIT_INTERVAL = "__emit.interval.ms.kstreams.windowed.aggregation__";
+
+    /** One flush record per partition of TOPIC; returns how many were written. */
+    static int flush(String bootstrap, String topic, long ts) {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, Serdes.String().serializer().getClass());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, Serdes.String().serializer().getClass());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            int n = producer.partitionsFor(topic).size();
+            for (int i = 0; i < n; i++) {
+                String key = FLUSH_KEY + i;
+                producer.send(new ProducerRecord<>(topic, i, key,
+                        "{\"user_id\": " + quote(key) + ", \"ts\": " + ts + ", \"amount\": 0}"));
+            }
+            producer.flush();
+            return n;
+        }
     }
 
     static void deleteTree(Path p) throws java.io.IOException {
