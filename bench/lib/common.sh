@@ -21,7 +21,11 @@ pg_start() {
     local work=$1 port=$2
     [ "$(id -u)" -eq 0 ] && PG_RUN_AS=(runuser -u postgres --)
     PG_DATA=$work/pgdata PG_SOCK=$work PG_PORT=$port
-    "${PG_RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U postgres -A trust --no-locale -E UTF8 \
+    # BENCH_LOCALE=C.UTF-8: the cluster's locale (initdb's default on many systems; text then
+    # compares with strcoll) instead of C
+    local locale=--no-locale
+    [ -n "${BENCH_LOCALE:-}" ] && locale=--locale=$BENCH_LOCALE
+    "${PG_RUN_AS[@]}" "$PG_BIN/initdb" -D "$PG_DATA" -U postgres -A trust "$locale" -E UTF8 \
         >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; return 1; }
     cat >>"$PG_DATA/postgresql.conf" <<CONF
 # ---- bench/e2e.sh ----

@@ -141,10 +141,12 @@ Segment& SegmentStore::segment_for(core::Millis start) {
     if (it != segments_.end()) return it->second;
     Segment seg{start, interval_, segment_relname(aggregation_id_, start)};
     // Index-free append-only log of window versions, tagged with the commit that wrote them.
-    spi_exec("CREATE TABLE stoatflow_state." + quote_ident(seg.relname) +
-             " (key text NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL, "
-             "event_time bigint NOT NULL, state bytea, removed boolean NOT NULL, "
-             "commit_seq bigint NOT NULL)");
+    // The key compares bytewise (the restore's sort), whatever the database's collation.
+    spi_exec(
+        "CREATE TABLE stoatflow_state." + quote_ident(seg.relname) +
+        " (key text COLLATE \"C\" NOT NULL, window_start bigint NOT NULL, window_end bigint NOT NULL, "
+        "event_time bigint NOT NULL, state bytea, removed boolean NOT NULL, "
+        "commit_seq bigint NOT NULL)");
     seg.relid = state_relid(seg.relname);
     // relid: stoatflow.stats sizes segments by id, so a segment dropped meanwhile is just gone.
     spi_exec(

@@ -110,7 +110,16 @@ Oid declare::create_sink(const SinkName& name, const std::vector<SinkColumn>& co
                                                           name.schema);
     std::string defs, key;
     for (const SinkColumn& c : columns) {
-        defs += quote_ident(c.name) + " " + c.definition + ", ";
+        // A text key compares bytewise (COLLATE "C", README "Key collation"): every primary-key
+        // step of every write is then a memcmp, not the database collation's strcoll, and the
+        // writer's sort (by bytes) is the index's order. Equality is the same in any
+        // deterministic collation, so the windows stay what they are.
+        const bool bytewise = c.is_key && (c.type == "text" || c.type == "character varying") &&
+                              c.definition.compare(0, c.type.size(), c.type) == 0;
+        const std::string def = bytewise
+                                    ? c.type + " COLLATE \"C\"" + c.definition.substr(c.type.size())
+                                    : c.definition;
+        defs += quote_ident(c.name) + " " + def + ", ";
         if (c.is_key) key += quote_ident(c.name) + ", ";
     }
     key += "window_start";
