@@ -262,6 +262,15 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION stoatflow._sink_rows_not_final(oid) FROM PUBLIC;
 
+-- The backfill worker of a dropped aggregation is cancelled like the source's worker, so that an
+-- owner's code it runs (a sink trigger that loops) cannot hold the drop up; it then leaves.
+CREATE FUNCTION stoatflow._interrupt_backfill_worker(aggregation_name text)
+RETURNS void LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__interrupt_backfill_worker';
+REVOKE ALL ON FUNCTION stoatflow._interrupt_backfill_worker(text) FROM PUBLIC;
+
+-- Every drop goes through here (drop_aggregation, drop_source with cascade): the backfill
+-- worker of the aggregation is interrupted first.
 CREATE OR REPLACE FUNCTION stoatflow._drop_aggregation_unchecked(agg_id integer, drop_sink boolean)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
@@ -274,6 +283,9 @@ DECLARE
 BEGIN
     SELECT a.sink, a.aggregation_name INTO sink_oid, agg_name
       FROM stoatflow.aggregation a WHERE a.aggregation_id = agg_id;
+    IF EXISTS (SELECT 1 FROM stoatflow.backfill b WHERE b.aggregation_id = agg_id) THEN
+        PERFORM stoatflow._interrupt_backfill_worker(agg_name);
+    END IF;
     sink_exists := sink_oid IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = sink_oid);
     FOR seg IN SELECT s.relname FROM stoatflow.segment s WHERE s.aggregation_id = agg_id LOOP
         EXECUTE format('DROP TABLE IF EXISTS stoatflow_state.%I', seg.relname);
@@ -372,15 +384,31 @@ REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean, boolean) FROM PUBLIC
 SELECT stoatflow._upgrade_replace('stoatflow.drop_source(text, boolean)'::regprocedure,
                                   'stoatflow.drop_source(text, boolean, boolean)'::regprocedure);
 
+-- The workers are interrupted before the owner check locks the catalog row: a worker's commit
+-- holds that row (its progress row refers to it), so while its sink trigger loops, the lock would
+-- wait for ever. Interrupted only for a caller who may drop the aggregation (the check that
+-- follows refuses the others).
 CREATE FUNCTION stoatflow.drop_aggregation(aggregation_name text, drop_sink boolean DEFAULT false,
                                            missing_ok boolean DEFAULT false)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     caller  regrole := stoatflow._invoking_role();
-    id      integer := stoatflow._owned_aggregation(aggregation_name, 'drop', missing_ok);
+    id      integer;
     agg     record;
 BEGIN
+    FOR agg IN SELECT a.aggregation_name, s.source_name,
+                      EXISTS (SELECT 1 FROM stoatflow.backfill b
+                               WHERE b.aggregation_id = a.aggregation_id) AS backfilling
+                 FROM stoatflow.aggregation a JOIN stoatflow.source s USING (source_id)
+                WHERE a.aggregation_name = drop_aggregation.aggregation_name
+                  AND pg_has_role(caller, a.owner, 'MEMBER') LOOP
+        PERFORM stoatflow._interrupt_source_worker(agg.source_name);
+        IF agg.backfilling THEN
+            PERFORM stoatflow._interrupt_backfill_worker(agg.aggregation_name);
+        END IF;
+    END LOOP;
+    id := stoatflow._owned_aggregation(aggregation_name, 'drop', missing_ok);
     IF id IS NULL THEN
         RAISE NOTICE 'aggregation "%" does not exist, skipping', aggregation_name;
         RETURN;
@@ -391,9 +419,6 @@ BEGIN
         RAISE EXCEPTION 'must be owner of table % to drop it', agg.sink::regclass
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM stoatflow._interrupt_source_worker(
-        (SELECT s.source_name FROM stoatflow.source s JOIN stoatflow.aggregation a USING (source_id)
-          WHERE a.aggregation_id = agg.aggregation_id));
     PERFORM stoatflow._drop_aggregation_unchecked(agg.aggregation_id, drop_sink);
 END $$;
 REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM PUBLIC;
@@ -607,88 +632,6 @@ END $$;
 REVOKE ALL ON FUNCTION stoatflow._rollups_dropped() FROM PUBLIC;
 CREATE CONSTRAINT TRIGGER aggregation_rollups_dropped AFTER DELETE ON stoatflow.aggregation
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stoatflow._rollups_dropped();
-
-------------------------------------------------------------------------------------------
--- Dropping a backfilling aggregation (README "Removing a pipeline")
-------------------------------------------------------------------------------------------
-
--- The backfill worker of a dropped aggregation is cancelled like the source's worker, so that an
--- owner's code it runs (a sink trigger that loops) cannot hold the drop up; it then leaves.
-CREATE FUNCTION stoatflow._interrupt_backfill_worker(aggregation_name text)
-RETURNS void LANGUAGE C VOLATILE
-AS 'MODULE_PATHNAME', 'stoatflow__interrupt_backfill_worker';
-REVOKE ALL ON FUNCTION stoatflow._interrupt_backfill_worker(text) FROM PUBLIC;
-
--- The Removing-a-pipeline definition above, with the backfill worker interrupted first (every
--- drop goes through here: drop_aggregation, drop_source with cascade).
-CREATE OR REPLACE FUNCTION stoatflow._drop_aggregation_unchecked(agg_id integer, drop_sink boolean)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    seg record;
-    sink_oid oid;
-    agg_name text;
-    sink_exists boolean;
-    not_final bigint;
-BEGIN
-    SELECT a.sink, a.aggregation_name INTO sink_oid, agg_name
-      FROM stoatflow.aggregation a WHERE a.aggregation_id = agg_id;
-    IF EXISTS (SELECT 1 FROM stoatflow.backfill b WHERE b.aggregation_id = agg_id) THEN
-        PERFORM stoatflow._interrupt_backfill_worker(agg_name);
-    END IF;
-    sink_exists := sink_oid IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = sink_oid);
-    FOR seg IN SELECT s.relname FROM stoatflow.segment s WHERE s.aggregation_id = agg_id LOOP
-        EXECUTE format('DROP TABLE IF EXISTS stoatflow_state.%I', seg.relname);
-    END LOOP;
-    DELETE FROM stoatflow.aggregation WHERE aggregation_id = agg_id;
-    IF drop_sink AND sink_exists THEN
-        EXECUTE format('DROP TABLE %s', sink_oid::regclass);
-    ELSIF sink_exists THEN
-        not_final := stoatflow._sink_rows_not_final(sink_oid);
-        -- One line (rows with final = false are windows that were still open: they will not
-        -- change any more; README "Removing a pipeline").
-        RAISE NOTICE 'aggregation "%" dropped; its sink table % stays, with % rows not final',
-                agg_name, sink_oid::regclass, coalesce(not_final::text, 'an unknown number of');
-    END IF;
-END $$;
-
--- drop_aggregation as defined above, with the workers interrupted before the owner check locks
--- the catalog row: a worker's commit holds that row (its progress row refers to it), so while its
--- sink trigger loops, the lock would wait for ever. Interrupted only for a caller who may drop
--- the aggregation (the check that follows refuses the others).
-CREATE OR REPLACE FUNCTION stoatflow.drop_aggregation(aggregation_name text, drop_sink boolean DEFAULT false,
-                                                      missing_ok boolean DEFAULT false)
-RETURNS void LANGUAGE plpgsql SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    caller  regrole := stoatflow._invoking_role();
-    id      integer;
-    agg     record;
-BEGIN
-    FOR agg IN SELECT a.aggregation_name, s.source_name,
-                      EXISTS (SELECT 1 FROM stoatflow.backfill b
-                               WHERE b.aggregation_id = a.aggregation_id) AS backfilling
-                 FROM stoatflow.aggregation a JOIN stoatflow.source s USING (source_id)
-                WHERE a.aggregation_name = drop_aggregation.aggregation_name
-                  AND pg_has_role(caller, a.owner, 'MEMBER') LOOP
-        PERFORM stoatflow._interrupt_source_worker(agg.source_name);
-        IF agg.backfilling THEN
-            PERFORM stoatflow._interrupt_backfill_worker(agg.aggregation_name);
-        END IF;
-    END LOOP;
-    id := stoatflow._owned_aggregation(aggregation_name, 'drop', missing_ok);
-    IF id IS NULL THEN
-        RAISE NOTICE 'aggregation "%" does not exist, skipping', aggregation_name;
-        RETURN;
-    END IF;
-    SELECT a.aggregation_id, a.sink INTO agg FROM stoatflow.aggregation a WHERE a.aggregation_id = id;
-    IF drop_sink AND EXISTS (SELECT 1 FROM pg_class c WHERE c.oid = agg.sink)
-       AND NOT pg_has_role(caller, (SELECT c.relowner FROM pg_class c WHERE c.oid = agg.sink), 'MEMBER') THEN
-        RAISE EXCEPTION 'must be owner of table % to drop it', agg.sink::regclass
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    PERFORM stoatflow._drop_aggregation_unchecked(agg.aggregation_id, drop_sink);
-END $$;
 
 ------------------------------------------------------------------------------------------
 -- Per-source views with the progress columns (README "Monitoring", "Progress")
