@@ -661,13 +661,20 @@ BEGIN
     EXECUTE format('COMMENT ON VIEW stoatflow_source.%I IS %L', source_name,
         format('stoatflow source %s: SELECT on this view allows stoatflow.create_aggregation() over it', source_name));
 END $$;
+-- The views of the sources that exist are re-created by that function too. They are not members
+-- of the extension (create_source made them at run time, or 0.1 -> 0.2 released them), and an
+-- extension script may not replace an object the extension does not own: each view is a member
+-- only while it is replaced, then released again as before.
 DO $$
 DECLARE
     src record;
 BEGIN
     FOR src IN SELECT s.source_name, s.created_by FROM stoatflow.source s
-                WHERE to_regclass(format('stoatflow_source.%I', s.source_name)) IS NOT NULL LOOP
+                WHERE to_regclass(format('stoatflow_source.%I', s.source_name)) IS NOT NULL
+                ORDER BY s.source_id LOOP
+        EXECUTE format('ALTER EXTENSION stoatflow ADD VIEW stoatflow_source.%I', src.source_name);
         PERFORM stoatflow._create_source_view(src.source_name, src.created_by::regrole);
+        EXECUTE format('ALTER EXTENSION stoatflow DROP VIEW stoatflow_source.%I', src.source_name);
     END LOOP;
 END $$;
 
