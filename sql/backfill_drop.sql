@@ -64,6 +64,7 @@ DO $$ BEGIN
         EXIT WHEN NOT EXISTS (SELECT 1 FROM pg_stat_activity
                                WHERE backend_type = 'stoatflow backfill bfd_bf');
         PERFORM pg_sleep(0.1);
+        PERFORM pg_stat_clear_snapshot();  -- pg_stat_activity is read once per transaction
     END LOOP;
 END $$;
 SELECT count(*) AS backfill_workers FROM pg_stat_activity WHERE backend_type = 'stoatflow backfill bfd_bf';
