@@ -262,6 +262,15 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION stoatflow._sink_rows_not_final(oid) FROM PUBLIC;
 
+-- The backfill worker of a dropped aggregation is cancelled like the source's worker, so that an
+-- owner's code it runs (a sink trigger that loops) cannot hold the drop up; it then leaves.
+CREATE FUNCTION stoatflow._interrupt_backfill_worker(aggregation_name text)
+RETURNS void LANGUAGE C VOLATILE
+AS 'MODULE_PATHNAME', 'stoatflow__interrupt_backfill_worker';
+REVOKE ALL ON FUNCTION stoatflow._interrupt_backfill_worker(text) FROM PUBLIC;
+
+-- Every drop goes through here (drop_aggregation, drop_source with cascade): the backfill
+-- worker of the aggregation is interrupted first.
 CREATE OR REPLACE FUNCTION stoatflow._drop_aggregation_unchecked(agg_id integer, drop_sink boolean)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
@@ -274,6 +283,9 @@ DECLARE
 BEGIN
     SELECT a.sink, a.aggregation_name INTO sink_oid, agg_name
       FROM stoatflow.aggregation a WHERE a.aggregation_id = agg_id;
+    IF EXISTS (SELECT 1 FROM stoatflow.backfill b WHERE b.aggregation_id = agg_id) THEN
+        PERFORM stoatflow._interrupt_backfill_worker(agg_name);
+    END IF;
     sink_exists := sink_oid IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE oid = sink_oid);
     FOR seg IN SELECT s.relname FROM stoatflow.segment s WHERE s.aggregation_id = agg_id LOOP
         EXECUTE format('DROP TABLE IF EXISTS stoatflow_state.%I', seg.relname);
@@ -372,15 +384,31 @@ REVOKE ALL ON FUNCTION stoatflow.drop_source(text, boolean, boolean) FROM PUBLIC
 SELECT stoatflow._upgrade_replace('stoatflow.drop_source(text, boolean)'::regprocedure,
                                   'stoatflow.drop_source(text, boolean, boolean)'::regprocedure);
 
+-- The workers are interrupted before the owner check locks the catalog row: a worker's commit
+-- holds that row (its progress row refers to it), so while its sink trigger loops, the lock would
+-- wait for ever. Interrupted only for a caller who may drop the aggregation (the check that
+-- follows refuses the others).
 CREATE FUNCTION stoatflow.drop_aggregation(aggregation_name text, drop_sink boolean DEFAULT false,
                                            missing_ok boolean DEFAULT false)
 RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     caller  regrole := stoatflow._invoking_role();
-    id      integer := stoatflow._owned_aggregation(aggregation_name, 'drop', missing_ok);
+    id      integer;
     agg     record;
 BEGIN
+    FOR agg IN SELECT a.aggregation_name, s.source_name,
+                      EXISTS (SELECT 1 FROM stoatflow.backfill b
+                               WHERE b.aggregation_id = a.aggregation_id) AS backfilling
+                 FROM stoatflow.aggregation a JOIN stoatflow.source s USING (source_id)
+                WHERE a.aggregation_name = drop_aggregation.aggregation_name
+                  AND pg_has_role(caller, a.owner, 'MEMBER') LOOP
+        PERFORM stoatflow._interrupt_source_worker(agg.source_name);
+        IF agg.backfilling THEN
+            PERFORM stoatflow._interrupt_backfill_worker(agg.aggregation_name);
+        END IF;
+    END LOOP;
+    id := stoatflow._owned_aggregation(aggregation_name, 'drop', missing_ok);
     IF id IS NULL THEN
         RAISE NOTICE 'aggregation "%" does not exist, skipping', aggregation_name;
         RETURN;
@@ -391,9 +419,6 @@ BEGIN
         RAISE EXCEPTION 'must be owner of table % to drop it', agg.sink::regclass
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM stoatflow._interrupt_source_worker(
-        (SELECT s.source_name FROM stoatflow.source s JOIN stoatflow.aggregation a USING (source_id)
-          WHERE a.aggregation_id = agg.aggregation_id));
     PERFORM stoatflow._drop_aggregation_unchecked(agg.aggregation_id, drop_sink);
 END $$;
 REVOKE ALL ON FUNCTION stoatflow.drop_aggregation(text, boolean, boolean) FROM PUBLIC;
@@ -607,6 +632,51 @@ END $$;
 REVOKE ALL ON FUNCTION stoatflow._rollups_dropped() FROM PUBLIC;
 CREATE CONSTRAINT TRIGGER aggregation_rollups_dropped AFTER DELETE ON stoatflow.aggregation
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION stoatflow._rollups_dropped();
+
+------------------------------------------------------------------------------------------
+-- Per-source views with the progress columns (README "Monitoring", "Progress")
+------------------------------------------------------------------------------------------
+
+-- A source's view in stoatflow_source shows its rows of stoatflow.sources, the progress columns
+-- (records_per_second, lag_time, eta, progress_at) too, last. CREATE OR REPLACE: at the upgrade
+-- an existing view gains them and keeps its owner, its grants and the views built on it.
+CREATE OR REPLACE FUNCTION stoatflow._create_source_view(source_name text, owner regrole)
+RETURNS void LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    EXECUTE format('CREATE OR REPLACE VIEW stoatflow_source.%I WITH (security_barrier) AS '
+                   'SELECT source_name, topic, partition, committed_offset, high_watermark, lag, idle, '
+                   'watermark, last_commit_at, status, last_error, offsets_skipped, topics, kafka_options, '
+                   'records_per_second, lag_time, eta, progress_at '
+                   'FROM stoatflow.sources WHERE source_name = %L', source_name, source_name);
+    -- A role dropped since it created the source (0.1 kept no dependency): the extension's owner
+    -- keeps the view. A source's owner may name its view and pass that on (USAGE WITH GRANT
+    -- OPTION on the schema; superusers need none), never create anything in the schema.
+    IF EXISTS (SELECT 1 FROM pg_roles r WHERE r.oid = owner) THEN
+        EXECUTE format('ALTER VIEW stoatflow_source.%I OWNER TO %s', source_name, owner);
+        IF NOT (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = owner) THEN
+            EXECUTE format('GRANT USAGE ON SCHEMA stoatflow_source TO %s WITH GRANT OPTION', owner);
+        END IF;
+    END IF;
+    EXECUTE format('COMMENT ON VIEW stoatflow_source.%I IS %L', source_name,
+        format('stoatflow source %s: SELECT on this view allows stoatflow.create_aggregation() over it', source_name));
+END $$;
+-- The views of the sources that exist are re-created by that function too. They are not members
+-- of the extension (create_source made them at run time, or 0.1 -> 0.2 released them), and an
+-- extension script may not replace an object the extension does not own: each view is a member
+-- only while it is replaced, then released again as before.
+DO $$
+DECLARE
+    src record;
+BEGIN
+    FOR src IN SELECT s.source_name, s.created_by FROM stoatflow.source s
+                WHERE to_regclass(format('stoatflow_source.%I', s.source_name)) IS NOT NULL
+                ORDER BY s.source_id LOOP
+        EXECUTE format('ALTER EXTENSION stoatflow ADD VIEW stoatflow_source.%I', src.source_name);
+        PERFORM stoatflow._create_source_view(src.source_name, src.created_by::regrole);
+        EXECUTE format('ALTER EXTENSION stoatflow DROP VIEW stoatflow_source.%I', src.source_name);
+    END LOOP;
+END $$;
 
 ------------------------------------------------------------------------------------------
 -- Formats (README "Formats")

@@ -24,7 +24,7 @@ source test/kafka/test_broker.sh
 broker_check
 trap 'broker_stop' EXIT
 broker_t0=$(date +%s)
-broker_start e2e_pageviews:2 e2e_idle:2 e2e_faults:1 e2e_rows:1 e2e_multi_a:2 e2e_multi_b:3 e2e_race:2 e2e_pause:1 e2e_csv:2 e2e_csv_json:2 e2e_alter:1 e2e_alter_flow:1 e2e_avro:2 e2e_avro_reg:1 e2e_avro_key:1 e2e_avro_nested:1 e2e_rollup:1 e2e_proto:2 e2e_proto_reg:1
+broker_start e2e_pageviews:2 e2e_idle:2 e2e_faults:1 e2e_rows:1 e2e_multi_a:2 e2e_multi_b:3 e2e_race:2 e2e_pause:1 e2e_csv:2 e2e_csv_json:2 e2e_alter:1 e2e_alter_flow:1 e2e_avro:2 e2e_avro_reg:1 e2e_avro_key:1 e2e_avro_nested:1 e2e_rollup:1 e2e_proto:2 e2e_proto_reg:1 e2e_bfdrop:1 e2e_bfrace:1
 echo "pg_regress.sh: $TEST_BROKER broker at $KAFKA_BROKERS (up in $(($(date +%s) - broker_t0))s)"
 
 # pg_regress, initdb and the server need a tree they own: copy the inputs into a scratch dir.

@@ -36,7 +36,8 @@
 # goes to roles of the test; after the update they must hold EXECUTE on the 0.2 signatures, and
 # every extension function's ACL entries for them, by name, must be what was granted. The source
 # declared under 0.1 must have its view stoatflow_source.<source>, owned by its creator and not a
-# member of the extension.
+# member of the extension, with the progress columns last; a view that existed before the update
+# (from 0.2 on) keeps a grant made on it and a view built on it.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -252,6 +253,16 @@ sql "SELECT 1" >/dev/null || fail "the server does not answer after the probes"
 
 grants_of postgres >"$WORK/grants-0.1.txt"
 [ "$(wc -l <"$WORK/grants-0.1.txt")" = 4 ] || fail "the $FROM_VER grants of the test are not in place: $(cat "$WORK/grants-0.1.txt")"
+# The source's view, where it exists before the update (from 0.2 on: create_source made it),
+# gets a grant and a view built on it; the update re-creates it with the progress columns and
+# must keep both.
+view_acl_before=
+if [ "$(sql "SELECT to_regclass('stoatflow_source.$SOURCE') IS NOT NULL")" = t ]; then
+    sql "GRANT SELECT ON stoatflow_source.$SOURCE TO upgrade_app2;
+         CREATE VIEW public.upgrade_on_view AS SELECT partition, committed_offset FROM stoatflow_source.$SOURCE" >/dev/null
+    view_acl_before=$(sql "SELECT relacl::text FROM pg_class WHERE oid = 'stoatflow_source.$SOURCE'::regclass")
+    log "before ALTER EXTENSION: stoatflow_source.$SOURCE exists; granted SELECT to upgrade_app2 ($view_acl_before), public.upgrade_on_view built on it"
+fi
 sql "ALTER EXTENSION stoatflow UPDATE" >/dev/null
 ver=$(sql "SELECT extversion FROM pg_extension WHERE extname = 'stoatflow'")
 [ "$ver" = "$TO_VER" ] || fail "extversion is '$ver' after ALTER EXTENSION UPDATE, expected $TO_VER"
@@ -285,7 +296,26 @@ view_desc=$(sql "SELECT format('%s %s %s', c.relkind, c.relowner = s.created_by,
 [ "$view_desc" = "v t t" ] ||
     fail "the view stoatflow_source.$SOURCE after the update: '$view_desc' (expected: a view, owned by the source's creator, not an extension member)"
 [ "$(sql "SELECT count(*) > 0 FROM stoatflow_source.$SOURCE")" = t ] || fail "stoatflow_source.$SOURCE shows no row"
-log "stoatflow_source.$SOURCE: created by the update, owned by the source's creator"
+# It has the progress columns, last (README "Monitoring"), and keeps what was granted on it.
+view_cols=$(sql "SELECT string_agg(attname, ',' ORDER BY attnum) FROM pg_attribute
+                  WHERE attrelid = 'stoatflow_source.$SOURCE'::regclass AND attnum > 0 AND NOT attisdropped")
+[[ $view_cols == source_name,*,records_per_second,lag_time,eta,progress_at ]] ||
+    fail "stoatflow_source.$SOURCE after the update has the columns $view_cols (expected the progress columns last)"
+[ "$(sql "SELECT count(*) > 0 FROM (SELECT records_per_second, lag_time, eta, progress_at FROM stoatflow_source.$SOURCE) v")" = t ] ||
+    fail "stoatflow_source.$SOURCE shows no row with its progress columns"
+if [ -n "$view_acl_before" ]; then
+    view_acl=$(sql "SELECT relacl::text FROM pg_class WHERE oid = 'stoatflow_source.$SOURCE'::regclass")
+    [ "$view_acl" = "$view_acl_before" ] ||
+        fail "the update changed the grants on stoatflow_source.$SOURCE: $view_acl_before -> $view_acl"
+    [ "$(sql "SELECT has_table_privilege('upgrade_app2', 'stoatflow_source.$SOURCE', 'SELECT')")" = t ] ||
+        fail "after the update upgrade_app2 may not SELECT stoatflow_source.$SOURCE"
+    [ "$(sql "SELECT count(*) > 0 FROM public.upgrade_on_view")" = t ] || fail "public.upgrade_on_view shows no row after the update"
+    sql "DROP VIEW public.upgrade_on_view" >/dev/null
+    log "stoatflow_source.$SOURCE: re-created by the update, same grants ($view_acl), the view built on it kept"
+else
+    log "stoatflow_source.$SOURCE: created by the update, owned by the source's creator"
+fi
+log "stoatflow_source.$SOURCE columns: $view_cols"
 for ((c = HALF + 1; c < NCHUNKS; c++)); do produce_chunk "$c"; done
 _resumed() { local n; n=$(committed); [[ $n =~ ^[0-9]+$ ]] && ((n > offsets_pre)); }
 wait_until "$CAUGHT_UP_TIMEOUT" "the worker to commit again after ALTER EXTENSION UPDATE" _resumed

@@ -63,7 +63,9 @@ private:
     void meter_progress(flow::RecordPath& path, core::Millis now);
     void quiet_progress();
     void forget_progress();
-    void commit(bool final);
+    // False when nothing was written because the source, the backfill's row or the
+    // aggregations changed meanwhile (then the worker starts over, or leaves).
+    bool commit(bool final);
     void log_commit(std::int64_t seq, const CommitCounts& c, double ms);
     using PartitionStatus = std::vector<std::tuple<core::TopicPartition, std::int64_t, bool>>;
     PartitionStatus partition_status();

@@ -198,7 +198,14 @@ bool SourceWorker::backfill_step(core::Millis now) {
         if (!reached(tp)) return false;
     pipeline_->set_joining();
     status_moved_ = true;  // a commit even when nothing changed since the last one
-    commit(true);
+    if (!commit(true)) {
+        // Nothing joined: the aggregation or its source was dropped since the limits were read
+        // (drop_source with cascade, drop_aggregation), or the aggregation was altered. The
+        // next start finds no backfill row and leaves, or backfills on from the last commit.
+        forget_progress();
+        drop_pipeline();
+        return true;
+    }
     joined_ = true;
     forget_progress();
     std::string at;

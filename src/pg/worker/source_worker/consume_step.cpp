@@ -226,12 +226,12 @@ void SourceWorker::out_of_range(core::Millis now) {
 // ---------------------------------------------------------------------------------
 // The commit cycle
 
-void SourceWorker::commit(bool final) {
+bool SourceWorker::commit(bool final) {
     if (final) {
         // A dropped source has nothing left to commit to.
         bool exists = false;
         in_transaction([&] { exists = source_exists(); });
-        if (!exists) return;
+        if (!exists) return false;
     }
     // Executor mode: what was extracted is evaluated first, so the snapshot holds it.
     if (pipeline_->path().exec_waiting() > 0) in_transaction([&] { pipeline_->run_executor(); });
@@ -241,6 +241,7 @@ void SourceWorker::commit(bool final) {
                          w != committed_w_ || status_moved_ || pipeline_->sink_retry_due(now);
     commit_timer_.committed(clock_.now());
     bool rebuild = false;
+    bool written = true;
     if (changed) {
         // What this commit makes durable is fixed here; while it is written, the next
         // records are already consumed and windowed (not at shutdown: nothing more).
@@ -272,6 +273,7 @@ void SourceWorker::commit(bool final) {
                 in_transaction([&] {
                     if (backfill_ != 0 && !backfill_row_locked()) {
                         rebuild = true;  // joined or dropped meanwhile: nothing to write
+                        written = false;
                         return;
                     }
                     // Before anything is written (a backfill's join deletes its backfill row,
@@ -301,7 +303,7 @@ void SourceWorker::commit(bool final) {
                 if (consuming) consuming->finish();
                 snapshot_bytes_ = 0;
                 if (!final) drop_pipeline();
-                return;
+                return false;
             }
             const double ms = std::chrono::duration<double, std::milli>(
                                   std::chrono::steady_clock::now() - started)
@@ -324,6 +326,7 @@ void SourceWorker::commit(bool final) {
         set_status("running", "");  // a commit went through: the failure is over
     // Aggregations added or dropped (or the source gone): start over from what is committed.
     if (rebuild && !final) drop_pipeline();
+    return written;
 }
 
 // The aggregations this worker runs (a source worker those that do not backfill, a backfill

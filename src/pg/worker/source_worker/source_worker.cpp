@@ -469,12 +469,10 @@ void SourceWorker::show_status(core::Millis now) {
 
 using namespace stoatflow::pg;
 
-// stoatflow._interrupt_source_worker(source_name): drop_aggregation (and drop_source) cancel what
-// the source's worker runs now (SIGINT, as pg_cancel_backend), so that an owner's code that
-// loops cannot hold the drop up; the worker starts over from its committed state.
-STOATFLOW_FUNCTION(stoatflow__interrupt_source_worker) {
-    if (PG_ARGISNULL(0)) PG_RETURN_VOID();
-    const std::string type = "stoatflow source " + text_to_string(PG_GETARG_DATUM(0));
+namespace {
+
+// Cancels what the workers of backend type `type` run now (SIGINT, as pg_cancel_backend).
+void interrupt_workers(const std::string& type) {
     SpiSession spi;
     const auto n = spi_exec("SELECT pid FROM pg_catalog.pg_stat_activity WHERE backend_type "
                             "OPERATOR(pg_catalog.=) $1",
@@ -484,6 +482,25 @@ STOATFLOW_FUNCTION(stoatflow__interrupt_source_worker) {
         if (const auto pid = spi_int64(r, 1)) pids.push_back(*pid);
     spi.finish();
     for (const std::int64_t pid : pids) (void)kill(static_cast<pid_t>(pid), SIGINT);
+}
+
+}  // namespace
+
+// stoatflow._interrupt_source_worker(source_name): drop_aggregation (and drop_source) cancel what
+// the source's worker runs now (SIGINT, as pg_cancel_backend), so that an owner's code that
+// loops cannot hold the drop up; the worker starts over from its committed state.
+STOATFLOW_FUNCTION(stoatflow__interrupt_source_worker) {
+    if (PG_ARGISNULL(0)) PG_RETURN_VOID();
+    interrupt_workers("stoatflow source " + text_to_string(PG_GETARG_DATUM(0)));
+    PG_RETURN_VOID();
+}
+
+// stoatflow._interrupt_backfill_worker(aggregation_name): the same for the backfill worker of an
+// aggregation that is dropped (README "Removing a pipeline"): it starts over, finds its backfill
+// row gone and leaves.
+STOATFLOW_FUNCTION(stoatflow__interrupt_backfill_worker) {
+    if (PG_ARGISNULL(0)) PG_RETURN_VOID();
+    interrupt_workers("stoatflow backfill " + text_to_string(PG_GETARG_DATUM(0)));
     PG_RETURN_VOID();
 }
 
