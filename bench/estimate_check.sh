@@ -12,11 +12,16 @@
 # max_out_of_orderness and the keys that hold windows is printed beside
 #   memory  stoatflow.aggregation_progress.memory_bytes (the engine's heap at the last commit,
 #           what stoatflow.worker_memory_limit counts)
-#   disk    the segment tables' size (pg_total_relation_size over stoatflow.segment)
+#   disk    the segment tables' size (pg_total_relation_size over stoatflow.segment), the
+#           largest after any commit
 # with measured / estimated. Workloads:
-#   dense    1-hour tumbling count+sum+max per user, 20 events per key over one hour
+#   dense    1-hour tumbling count+sum+max per user, 20 events per key and hour over 4 hours
+#            (a quarter of the keys: the mock broker's room)
 #   sparse   1-minute tumbling count+sum per user, 1.5 events per key and minute over 10 minutes
 #   hopping  10-minute windows advancing by 2 minutes, count+sum, on the dense data
+# The estimate is given the stream's records per second of event time and, as commit_interval,
+# the event time of one piece (one commit per piece); disk is the largest size after any commit
+# (the estimate's disk is the peak, just before the oldest segment is dropped), memory the last.
 # Prints a markdown table (and writes it to bench/results/estimate-<date>.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,8 +44,12 @@ for tool in kcat python3 awk; do command -v $tool >/dev/null || bench_die "$tool
 
 bench_workdir estimate
 bench_log "work directory $work; $KEYS keys; $PARTS partitions per topic"
-python3 bench/gen_events.py "$work/data-dense" --keys "$KEYS" --events-per-key 20 \
-    --partitions "$PARTS" --minutes 60 >&2
+# Dense over several segments (1 hour each; the peak of the state tables is two of them) in
+# a quarter of the keys (as many records as 4,000 keys in one hour: the mock broker's room).
+DENSE_HOURS=4
+DENSE_KEYS=$((KEYS / 4))
+python3 bench/gen_events.py "$work/data-dense" --keys "$DENSE_KEYS" --events-per-key $((DENSE_HOURS * 20)) \
+    --partitions "$PARTS" --minutes $((DENSE_HOURS * 60)) >&2
 python3 bench/gen_events.py "$work/data-sparse" --keys "$KEYS" \
     --events-per-key $((SPARSE_MINUTES * 3 / 2)) --partitions "$PARTS" --minutes "$SPARSE_MINUTES" >&2
 bench_broker_start "events_dense:$PARTS" "events_sparse:$PARTS" "events_hopping:$PARTS"
@@ -64,8 +73,12 @@ produce_chunk() { # topic dataset chunk
 PG_EXTRA_CONF="shared_buffers = 256MB" pg_start "$work" "$PORT"
 sql -c "CREATE EXTENSION stoatflow"
 
-declare -A DATA WINDOW AGGS
+declare -A DATA WINDOW AGGS RPS PIECE
 DATA=([dense]=dense [sparse]=sparse [hopping]=dense)
+# records per second of event time, and the event time of one piece (= between two commits)
+RPS=([dense]="$DENSE_KEYS * 20 / 3600.0" [sparse]="$KEYS * 1.5 / 60.0" [hopping]="$DENSE_KEYS * 20 / 3600.0")
+PIECE=([dense]="$((DENSE_HOURS * 3600 / CHUNKS)) seconds" [sparse]="$((SPARSE_MINUTES * 60 / CHUNKS)) seconds"
+    [hopping]="$((DENSE_HOURS * 3600 / CHUNKS)) seconds")
 WINDOW=([dense]="stoatflow.tumbling('1 hour')" [sparse]="stoatflow.tumbling('1 minute')"
     [hopping]="stoatflow.hopping('10 minutes', '2 minutes')")
 AGGS=([dense]="count(*), sum(amount), max(amount)" [sparse]="count(*), sum(amount)"
@@ -87,17 +100,20 @@ SELECT stoatflow.create_source('src_$wl', 'events_$wl', :'brokers', key => 'user
                                event_time => 'ts', max_out_of_orderness => '$OOO');
 SELECT stoatflow.create_aggregation('agg_$wl', 'src_$wl', ${WINDOW[$wl]}, '${AGGS[$wl]}', 'sink_$wl');
 SQL
+    peak_disk=0
     for ((c = 0; c < CHUNKS; c++)); do
         produce_chunk "events_$wl" "${DATA[$wl]}" "$c"
         [ "$(sql_val "SELECT stoatflow.wait_caught_up('src_$wl', '600 seconds')")" = t ] ||
             bench_die "$wl: the worker did not catch up"
+        d=$(sql_val "SELECT coalesce(sum(pg_total_relation_size(s.relid)), 0) FROM stoatflow.segment s
+                      JOIN stoatflow.aggregation a USING (aggregation_id) WHERE a.aggregation_name = 'agg_$wl'")
+        [ "$d" -gt "$peak_disk" ] && peak_disk=$d
     done
     # the progress row of the last commit (wait_caught_up returns once it is committed)
     row=$(sql_val "
 WITH m AS (
     SELECT p.memory_bytes, p.keys_with_open_windows AS keys, p.open_windows,
-           (SELECT coalesce(sum(pg_total_relation_size(s.relid)), 0) FROM stoatflow.segment s
-             WHERE s.aggregation_id = a.aggregation_id) AS disk
+           $peak_disk::bigint AS disk
       FROM stoatflow.aggregation a JOIN stoatflow.aggregation_progress p USING (aggregation_id)
      WHERE a.aggregation_name = 'agg_$wl')
 SELECT concat_ws('|', m.keys, e.open_windows_per_key,
@@ -105,7 +121,8 @@ SELECT concat_ws('|', m.keys, e.open_windows_per_key,
                  e.memory_bytes, m.memory_bytes,
                  round(m.memory_bytes::numeric / greatest(e.memory_bytes, 1), 2),
                  e.disk_bytes, m.disk, round(m.disk::numeric / greatest(e.disk_bytes, 1), 2))
-  FROM m, stoatflow.estimate(${WINDOW[$wl]}, m.keys, NULL, '${AGGS[$wl]}', '$OOO') e")
+  FROM m, stoatflow.estimate(${WINDOW[$wl]}, m.keys, NULL, '${AGGS[$wl]}', '$OOO',
+                             ${RPS[$wl]}, '${PIECE[$wl]}') e")
     IFS='|' read -r keys est_open open est_mem mem mem_ratio est_disk disk disk_ratio <<<"$row"
     echo "| $wl | $keys | $est_open / $open | $est_mem | $mem | $mem_ratio | $est_disk | $disk | $disk_ratio |" >>"$md"
     sql -c "SELECT stoatflow.drop_source('src_$wl', \"cascade\" => true)"
