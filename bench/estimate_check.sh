@@ -3,6 +3,7 @@
 #
 #   bench/estimate_check.sh                       # 4,000 keys, the three workloads below
 #   ESTIMATE_KEYS=5000 bench/estimate_check.sh    # (the mock broker keeps ~5 MiB a partition)
+#   ESTIMATE_WORKLOADS=hopping bench/estimate_check.sh   # some of the workloads
 #   PG_CONFIG=/opt/pg-x/usr/lib/postgresql/15/bin/pg_config bench/estimate_check.sh
 #                                                 # a PostgreSQL (with stoatflow) of your own
 #
@@ -53,32 +54,41 @@ python3 bench/gen_events.py "$work/data-dense" --keys "$DENSE_KEYS" --events-per
 python3 bench/gen_events.py "$work/data-sparse" --keys "$KEYS" \
     --events-per-key $((SPARSE_MINUTES * 3 / 2)) --partitions "$PARTS" --minutes "$SPARSE_MINUTES" >&2
 bench_broker_start "events_dense:$PARTS" "events_sparse:$PARTS" "events_hopping:$PARTS"
-# The data in CHUNKS pieces of event time, each consumed and committed before the next: W moves
+# The data in pieces of event time, each consumed and committed before the next: W moves
 # by a piece per commit, as a live stream's does (a backlog read in one go moves W by minutes per
 # commit, and the windows of a key pile up until the commit closes them).
-CHUNKS=${ESTIMATE_CHUNKS:-60}
-for ds in dense sparse; do
+# Dense and sparse in 60 pieces (4 minutes and 10 s of event time); hopping in 240 pieces of
+# one minute: a grid window is let go at the commit that closes it, so a commit that covers
+# more event time than the advance keeps a key's closed windows beside its new ones (with
+# 4-minute pieces, up to 8 windows of 10/2 minutes: the key's block doubles to 12 places).
+declare -A CHUNKS_OF DATA
+DATA=([dense]=dense [sparse]=sparse [hopping]=dense)
+CHUNKS_OF=([dense]=${ESTIMATE_CHUNKS:-60} [sparse]=${ESTIMATE_CHUNKS:-60} [hopping]=${ESTIMATE_CHUNKS:-240})
+for wl in dense sparse hopping; do
     for ((p = 0; p < PARTS; p++)); do
-        mkdir -p "$work/chunks-$ds-$p"
-        split -n "l/$CHUNKS" -d -a 3 "$work/data-$ds/p$p.jsonl" "$work/chunks-$ds-$p/c"
+        mkdir -p "$work/chunks-$wl-$p"
+        split -n "l/${CHUNKS_OF[$wl]}" -d -a 3 "$work/data-${DATA[$wl]}/p$p.jsonl" "$work/chunks-$wl-$p/c"
     done
 done
-produce_chunk() { # topic dataset chunk
+produce_chunk() { # topic workload chunk
     local p
     for ((p = 0; p < PARTS; p++)); do
         kcat -P -q -b "$KAFKA_BROKERS" -t "$1" -p "$p" -z lz4 <"$work/chunks-$2-$p/c$(printf %03d "$3")" ||
             bench_die "producing chunk $3 of $1 failed"
     done
 }
-PG_EXTRA_CONF="shared_buffers = 256MB" pg_start "$work" "$PORT"
+conf="shared_buffers = 256MB"
+# more settings for the server, e.g. ESTIMATE_PG_CONF="stoatflow.log_commits = on"
+[ -z "${ESTIMATE_PG_CONF:-}" ] || conf+=$'\n'"$ESTIMATE_PG_CONF"
+PG_EXTRA_CONF=$conf pg_start "$work" "$PORT"
 sql -c "CREATE EXTENSION stoatflow"
 
-declare -A DATA WINDOW AGGS RPS PIECE
-DATA=([dense]=dense [sparse]=sparse [hopping]=dense)
+declare -A WINDOW AGGS RPS PIECE
 # records per second of event time, and the event time of one piece (= between two commits)
 RPS=([dense]="$DENSE_KEYS * 20 / 3600.0" [sparse]="$KEYS * 1.5 / 60.0" [hopping]="$DENSE_KEYS * 20 / 3600.0")
-PIECE=([dense]="$((DENSE_HOURS * 3600 / CHUNKS)) seconds" [sparse]="$((SPARSE_MINUTES * 60 / CHUNKS)) seconds"
-    [hopping]="$((DENSE_HOURS * 3600 / CHUNKS)) seconds")
+PIECE=([dense]="$((DENSE_HOURS * 3600 / CHUNKS_OF[dense])) seconds"
+    [sparse]="$((SPARSE_MINUTES * 60 / CHUNKS_OF[sparse])) seconds"
+    [hopping]="$((DENSE_HOURS * 3600 / CHUNKS_OF[hopping])) seconds")
 WINDOW=([dense]="stoatflow.tumbling('1 hour')" [sparse]="stoatflow.tumbling('1 minute')"
     [hopping]="stoatflow.hopping('10 minutes', '2 minutes')")
 AGGS=([dense]="count(*), sum(amount), max(amount)" [sparse]="count(*), sum(amount)"
@@ -93,7 +103,7 @@ md=bench/results/estimate-$(date -u +%Y%m%d-%H%M%S).md
     echo "| workload | keys | open windows per key (est. / measured) | memory est. | memory measured | measured / est. | disk est. | disk measured | measured / est. |"
     echo "|---|---|---|---|---|---|---|---|---|"
 } >"$md"
-for wl in dense sparse hopping; do
+for wl in ${ESTIMATE_WORKLOADS:-dense sparse hopping}; do
     bench_log "$wl: consuming"
     sql -v brokers="$KAFKA_BROKERS" <<SQL
 SELECT stoatflow.create_source('src_$wl', 'events_$wl', :'brokers', key => 'user_id',
@@ -101,8 +111,8 @@ SELECT stoatflow.create_source('src_$wl', 'events_$wl', :'brokers', key => 'user
 SELECT stoatflow.create_aggregation('agg_$wl', 'src_$wl', ${WINDOW[$wl]}, '${AGGS[$wl]}', 'sink_$wl');
 SQL
     peak_disk=0
-    for ((c = 0; c < CHUNKS; c++)); do
-        produce_chunk "events_$wl" "${DATA[$wl]}" "$c"
+    for ((c = 0; c < CHUNKS_OF[$wl]; c++)); do
+        produce_chunk "events_$wl" "$wl" "$c"
         [ "$(sql_val "SELECT stoatflow.wait_caught_up('src_$wl', '600 seconds')")" = t ] ||
             bench_die "$wl: the worker did not catch up"
         d=$(sql_val "SELECT coalesce(sum(pg_total_relation_size(s.relid)), 0) FROM stoatflow.segment s
