@@ -57,13 +57,13 @@ bench_broker_start "events_dense:$PARTS" "events_sparse:$PARTS" "events_hopping:
 # The data in pieces of event time, each consumed and committed before the next: W moves
 # by a piece per commit, as a live stream's does (a backlog read in one go moves W by minutes per
 # commit, and the windows of a key pile up until the commit closes them).
-# Dense and sparse in 60 pieces (4 minutes and 10 s of event time); hopping in 240 pieces of
-# one minute: a grid window is let go at the commit that closes it, so a commit that covers
-# more event time than the advance keeps a key's closed windows beside its new ones (with
-# 4-minute pieces, up to 8 windows of 10/2 minutes: the key's block doubles to 12 places).
+# Dense and hopping in 240 pieces of one minute of event time, sparse in 60 of 10 s. A grid
+# window is let go at the first commit after W passed its end: a key holds its closed windows
+# beside its new ones until then, which the estimate counts with commit_interval (the event
+# time of a piece here); the fewer the pieces, the further from a live stream.
 declare -A CHUNKS_OF DATA
 DATA=([dense]=dense [sparse]=sparse [hopping]=dense)
-CHUNKS_OF=([dense]=${ESTIMATE_CHUNKS:-60} [sparse]=${ESTIMATE_CHUNKS:-60} [hopping]=${ESTIMATE_CHUNKS:-240})
+CHUNKS_OF=([dense]=${ESTIMATE_CHUNKS:-240} [sparse]=${ESTIMATE_CHUNKS:-60} [hopping]=${ESTIMATE_CHUNKS:-240})
 for wl in dense sparse hopping; do
     for ((p = 0; p < PARTS; p++)); do
         mkdir -p "$work/chunks-$wl-$p"

@@ -54,15 +54,25 @@ CostEstimate estimate_cost(const CostInputs& in) {
     // A key's records per millisecond, when the rate is known.
     const double rate =
         in.records_per_second > 0 && in.keys > 0 ? in.records_per_second / keys / 1000.0 : 0;
-    double places = WindowStore::window_places(w, e.open_windows_per_key);
+    // The windows a key's block must hold at once. A grid window is let go at the first commit
+    // after W passed its end + grace (WindowStore::close_due runs at each commit's flush), so
+    // the block holds the windows of size + grace + ooo + one commit interval of event time.
+    const double held =
+        w.kind == WindowKind::Tumbling || w.kind == WindowKind::Hopping
+            ? static_cast<double>(ceil_div(
+                  w.size + w.grace + in.max_out_of_orderness + in.commit_interval, w.advance))
+            : e.open_windows_per_key;
+    double places = WindowStore::window_places(w, held);
     if (rate > 0 && w.kind != WindowKind::Hopping && places > 1) {
         // A block of one place grows only when a key's next window opens while the last is
-        // still open: a record of the key in the grace + max_out_of_orderness after the last
-        // window's end, probability 1 − e^(−λ (grace + ooo)). A key that has none is let go when
-        // its window closes and starts again with one place. (Hopping: the reserve holds a
-        // record's windows from the first record on.)
+        // still held: a record of the key in the grace + max_out_of_orderness after the last
+        // window's end, and until the commit that lets it go (half a commit interval on
+        // average): probability 1 − e^(−λ (grace + ooo + commit_interval / 2)). A key that has
+        // none is let go with its window and starts again with one place. (Hopping: the reserve
+        // holds a record's windows from the first record on.)
         const double bridge =
-            1.0 - std::exp(-rate * static_cast<double>(w.grace + in.max_out_of_orderness));
+            1.0 - std::exp(-rate * (static_cast<double>(w.grace + in.max_out_of_orderness) +
+                                    static_cast<double>(in.commit_interval) / 2.0));
         places = 1.0 + (places - 1.0) * bridge;
     }
     if (rate > 0) {
@@ -74,10 +84,17 @@ CostEstimate estimate_cost(const CostInputs& in) {
     }
     const double memory = std::ceil(keys * (places * static_cast<double>(e.state_bytes_per_window) +
                                             static_cast<double>(e.key_bytes)));
-    const double span =
-        static_cast<double>(in.retention + e.segment_interval + in.max_out_of_orderness);
-    const double rows =
-        std::ceil(keys * span * per_step / static_cast<double>(step) * e.versions_per_window);
+    // The peak comes as W reaches a segment's end: the windows starting over retention +
+    // interval behind W are in the state tables. Written once each (no rate), so are the ones
+    // ahead of W (max_out_of_orderness). With versions over a window's life, the ones starting
+    // in the last `size` before W have only part of theirs (a share (W − start) / size): the
+    // starts a step apart from W − size to W add (size / step − 1) / 2 windows' worth, not
+    // size / step, and those ahead of W next to none.
+    const double r_i = static_cast<double>(in.retention + e.segment_interval);
+    const double a = static_cast<double>(step);
+    const double starts = rate > 0 ? r_i / a - static_cast<double>(w.size) / (2.0 * a) + 0.5
+                                   : (r_i + static_cast<double>(in.max_out_of_orderness)) / a;
+    const double rows = std::ceil(keys * starts * per_step * e.versions_per_window);
     // Beyond these a bigint of bytes would overflow (rows: one page of 8 kB each at worst).
     constexpr double kMaxBytes = 4.0e18, kMaxRows = 4.0e14;
     if (!(memory <= kMaxBytes) || !(rows <= kMaxRows))

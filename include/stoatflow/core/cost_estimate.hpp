@@ -47,11 +47,12 @@ struct CostEstimate {
     // millisecond, n · (1 − e^(−λ · length / n)) (the commits that saw a record of the key);
     // 1 when records_per_second is not given.
     double versions_per_window = 1;
-    // The state rows at their peak, just before the oldest segment is dropped: the windows of a
-    // key starting over retention + segment_interval + max_out_of_orderness (the oldest segment
-    // goes once its end is retention behind W; records up to max_out_of_orderness ahead of W
-    // have windows already), each with versions_per_window versions, times keys (the caller
-    // sizes them).
+    // The state rows at their peak, just before the oldest segment is dropped (it goes once its
+    // end is retention behind W): without a rate the windows of a key starting over retention +
+    // segment_interval + max_out_of_orderness (records that far ahead of W have windows
+    // already), one version each; with one, versions_per_window each for the windows starting
+    // over retention + segment_interval − size, half as many on average for the last size before
+    // W (still taking records). Times keys (the caller sizes them).
     std::int64_t state_rows = 0;
 };
 
