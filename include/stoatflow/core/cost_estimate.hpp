@@ -22,6 +22,12 @@ struct CostInputs {
     Millis max_out_of_orderness = 0;
     std::size_t aggregates = 1;  // built-in aggregate cells per window
     std::size_t key_length = kEstimateKeyBytes;
+    // Records per second over the keys (0: not known; then every key is taken to have records
+    // all the time for memory, the bound, and each window to be written once for disk).
+    double records_per_second = 0;
+    // The worker's commit interval (stoatflow.commit_interval under a live stream): each commit
+    // that changed an open window appends a version of it. 0: one commit per window.
+    Millis commit_interval = 0;
 };
 
 struct CostEstimate {
@@ -36,8 +42,17 @@ struct CostEstimate {
     std::int64_t state_bytes_per_window = 0;  // in memory (WindowStore::window_bytes)
     std::int64_t key_bytes = 0;               // in memory, once per key (WindowStore::key_bytes)
     std::int64_t memory_bytes = 0;
-    // Window states one version each in live_segments_max segments (the caller sizes them):
-    // keys × windows starting per segment and key × live_segments_max.
+    // Versions a window slot of one key leaves in the state tables: with n = max(1, length /
+    // commit_interval) commits while records reach the window and λ a key's records per
+    // millisecond, n · (1 − e^(−λ · length / n)) (the commits that saw a record of the key);
+    // 1 when records_per_second is not given.
+    double versions_per_window = 1;
+    // The state rows at their peak, just before the oldest segment is dropped (it goes once its
+    // end is retention behind W): without a rate the windows of a key starting over retention +
+    // segment_interval + max_out_of_orderness (records that far ahead of W have windows
+    // already), one version each; with one, versions_per_window each for the windows starting
+    // over retention + segment_interval − size, half as many on average for the last size before
+    // W (still taking records). Times keys (the caller sizes them).
     std::int64_t state_rows = 0;
 };
 

@@ -6,6 +6,7 @@
 #include "stoatflow/core/cost_estimate.hpp"
 #include "stoatflow/core/error.hpp"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "stoatflow/pg/catalog/catalog.hpp"
 #include "stoatflow/pg/catalog/segment_store.hpp"
 #include "stoatflow/pg/declare/declare.hpp"
+#include "stoatflow/pg/settings.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -25,7 +27,8 @@ extern "C" {
 using namespace stoatflow;
 using namespace stoatflow::pg;
 
-// estimate("window", keys, retention, aggregates, max_out_of_orderness)
+// estimate("window", keys, retention, aggregates, max_out_of_orderness, records_per_second,
+//          commit_interval)
 STOATFLOW_FUNCTION(stoatflow_estimate) {
     const declare::WindowArg window = declare::window_arg(fcinfo, 0);
     if (PG_ARGISNULL(1))
@@ -52,12 +55,29 @@ STOATFLOW_FUNCTION(stoatflow_estimate) {
     if (ooo < 0)
         throw Error(sqlstate::kInvalidParameterValue, "max_out_of_orderness must not be negative");
 
+    double rps = 0;
+    if (!PG_ARGISNULL(5)) {
+        rps = PG_GETARG_FLOAT8(5);
+        if (!(rps > 0) || std::isinf(rps))
+            throw Error(sqlstate::kInvalidParameterValue, "records_per_second must be positive",
+                        "Give the source's records per second over all keys, or NULL.");
+    }
+    // NULL: the worker's commit interval of a live stream (stoatflow.commit_interval).
+    const core::Millis commit_interval =
+        PG_ARGISNULL(6) ? static_cast<core::Millis>(commit_interval_ms)
+                        : declare::interval_ms(PG_GETARG_DATUM(6), "commit_interval");
+    if (commit_interval <= 0)
+        throw Error(sqlstate::kInvalidParameterValue, "commit_interval must be positive",
+                    "Give the worker's commit interval, or NULL for stoatflow.commit_interval.");
+
     core::CostInputs in;
     in.spec = w.spec;
     in.keys = keys;
     in.retention = w.check.retention;
     in.max_out_of_orderness = ooo;
     in.aggregates = specs.size();
+    in.records_per_second = rps;
+    in.commit_interval = commit_interval;
     const core::CostEstimate e = core::estimate_cost(in);
     // A state row holds the 0.1 form of the cells (sessions add their floor: a tag and 8 bytes).
     const core::AggLayout layout(specs);
