@@ -472,11 +472,16 @@ AS 'MODULE_PATHNAME', 'stoatflow_alter_aggregation';
 REVOKE ALL ON FUNCTION stoatflow.alter_aggregation(text, interval, text, interval) FROM PUBLIC;
 
 -- What an aggregation will cost before it is created, from the engine's formulas (README
--- "Estimating cost"); max_out_of_orderness as create_source's default. Reads nothing: PUBLIC.
+-- "Estimating cost"); max_out_of_orderness as create_source's default. records_per_second (over
+-- all keys; NULL: the bound of keys with records all the time) and commit_interval (NULL:
+-- stoatflow.commit_interval) size a key's window block and the versions each window leaves in
+-- the state tables. Reads nothing: PUBLIC.
 CREATE FUNCTION stoatflow.estimate("window" stoatflow."window", keys bigint,
                                    retention interval DEFAULT NULL,
                                    aggregates text DEFAULT 'count(*)',
-                                   max_out_of_orderness interval DEFAULT '10 seconds')
+                                   max_out_of_orderness interval DEFAULT '10 seconds',
+                                   records_per_second double precision DEFAULT NULL,
+                                   commit_interval interval DEFAULT NULL)
 RETURNS TABLE (open_windows_per_key numeric, segment_interval interval, live_segments_max integer,
                state_bytes_per_window integer, memory_bytes bigint, disk_bytes bigint)
 LANGUAGE C STABLE
@@ -685,22 +690,3 @@ END $$;
 ------------------------------------------------------------------------------------------
 DROP FUNCTION stoatflow._upgrade_replace(regprocedure, regprocedure);
 
-------------------------------------------------------------------------------------------
--- estimate with the stream's rate (README "Estimating cost")
-------------------------------------------------------------------------------------------
-
--- records_per_second (over all keys; NULL: the bound of keys with records all the time) and
--- commit_interval (NULL: stoatflow.commit_interval) size a key's window block and the versions
--- each window leaves in the state tables. Reads nothing: PUBLIC, as before.
-DROP FUNCTION stoatflow.estimate(stoatflow."window", bigint, interval, text, interval);
-CREATE FUNCTION stoatflow.estimate("window" stoatflow."window", keys bigint,
-                                   retention interval DEFAULT NULL,
-                                   aggregates text DEFAULT 'count(*)',
-                                   max_out_of_orderness interval DEFAULT '10 seconds',
-                                   records_per_second double precision DEFAULT NULL,
-                                   commit_interval interval DEFAULT NULL)
-RETURNS TABLE (open_windows_per_key numeric, segment_interval interval, live_segments_max integer,
-               state_bytes_per_window integer, memory_bytes bigint, disk_bytes bigint)
-LANGUAGE C STABLE
-SET search_path = pg_catalog, pg_temp
-AS 'MODULE_PATHNAME', 'stoatflow_estimate';
