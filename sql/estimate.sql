@@ -1,5 +1,5 @@
 -- stoatflow.estimate (README "Estimating cost"): one row per window kind, each number derived by
--- hand from the formulas there: a window is 240 bytes in memory (272 for sliding windows and
+-- hand from the formulas there: a window is 192 bytes in memory (224 for sliding windows and
 -- sessions, which also hold a close entry), a 16-byte key 161 bytes (145 without the grid
 -- calendar's entry); a state row of a count(*) is 100 bytes with its line pointer (81 to a page).
 SET client_min_messages = warning;
@@ -11,16 +11,16 @@ RESET client_min_messages;
 -- the time has its next window's before the commit that lets the last go (100 ms in
 -- test/pg_regress.conf; ceil((300 + 0.1) / 300) = 2 held): a block of 2 places; retention
 -- 300 s, interval max(150 s, 60 s, 300 s); live ceil(300 / 300) + 1 = 2; memory
--- 1e6 × (2 × 240 + 161); disk: the
+-- 1e6 × (2 × 192 + 161); disk: the
 -- windows starting in retention + interval (600 s), 2e6 rows / 81 a page
 SELECT * FROM stoatflow.estimate(stoatflow.tumbling('5 minutes'), 1000000, max_out_of_orderness => '0');
 -- the source default of 10 s: 1 + 10 / 300 windows a key, a block of 2 places, memory
--- 1e6 × (2 × 240 + 161); live ceil((300 + 10) / 300) + 1 = 3; disk: starts in 300 + 300 + 10 s,
+-- 1e6 × (2 × 192 + 161); live ceil((300 + 10) / 300) + 1 = 3; disk: starts in 300 + 300 + 10 s,
 -- ceil(1e6 × 610 / 300) = 2033334 rows
 SELECT * FROM stoatflow.estimate(stoatflow.tumbling('5 minutes'), 1000000);
 -- with 30 s grace: ceil(330 / 300) + 10 / 300 windows a key; a key holds at most two at once
 -- (ceil((300 + 30 + 10 + 0.1) / 300): grace, out-of-orderness and a commit of 100 ms, as
--- test/pg_regress.conf has it), a block of 2 places: memory 1e6 × (2 × 240 + 161); retention
+-- test/pg_regress.conf has it), a block of 2 places: memory 1e6 × (2 × 192 + 161); retention
 -- 330 s: the same interval; rows ceil(1e6 × 640 / 300)
 SELECT * FROM stoatflow.estimate(stoatflow.tumbling('5 minutes', '30 seconds'), 1000000);
 -- hopping 10 min / 2 min, 3 aggregates (56 state bytes: rows of 148 bytes, 55 a page), no
@@ -29,12 +29,12 @@ SELECT * FROM stoatflow.estimate(stoatflow.tumbling('5 minutes', '30 seconds'), 
 SELECT * FROM stoatflow.estimate(stoatflow.hopping('10 minutes', '2 minutes'), 100000,
     aggregates => 'count(*), sum(amount), max(amount)', max_out_of_orderness => '0');
 -- sliding 1 min, grace 10 s, retention 10 min: 2 × (ceil(70 / 60) + 10 / 60) windows a key, a
--- block of 8; interval 300 s, live ceil(610 / 300) + 1 = 4; memory 1000 × (8 × 272 + 145); rows
+-- block of 8; interval 300 s, live ceil(610 / 300) + 1 = 4; memory 1000 × (8 × 224 + 145); rows
 -- ceil(1000 × 2 × (600 + 300 + 10) / 60) = 30334
 SELECT * FROM stoatflow.estimate(stoatflow.sliding('1 minute', '10 seconds'), 1000, retention => '10 minutes');
 -- session 30 min, count and avg (40 bytes, + 9 for the session floor: rows of 140, 58 a page):
 -- 1 + 10 / 1800 sessions a key, a block of 2; interval 1800 s, live 3; memory
--- 5000 × (2 × 272 + 145); rows ceil(5000 × (1800 + 1800 + 10) / 1800) = 10028
+-- 5000 × (2 × 224 + 145); rows ceil(5000 × (1800 + 1800 + 10) / 1800) = 10028
 SELECT * FROM stoatflow.estimate(stoatflow.session('30 minutes'), 5000, aggregates => 'count(*), avg(x)');
 -- no keys: nothing
 SELECT memory_bytes, disk_bytes FROM stoatflow.estimate(stoatflow.tumbling('1 minute'), 0);

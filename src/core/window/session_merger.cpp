@@ -49,7 +49,8 @@ void SessionMerger::assign(WindowStore::KeyIt kit, Millis t, const Value* values
     const WindowSpec& spec = store_.spec();
     const Millis gap = spec.size;
     Windows& m = kit->second.windows;
-    std::vector<std::size_t> joined;  // indexes, newest first
+    std::vector<std::size_t>& joined = joined_;  // indexes, newest first
+    joined.clear();
     for (std::size_t i = WindowStore::upper_index(m, t + gap); i > 0;) {
         --i;
         const WindowState& ws = m[i];

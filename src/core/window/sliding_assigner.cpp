@@ -48,7 +48,8 @@ void SlidingAssigner::assign(WindowStore::KeyIt kit, Millis t, const Value* valu
     auto any = [](const WindowState&) { return true; };
     auto record = [this](const WindowState& ws) { return is_record_window(ws); };
 
-    std::vector<AggCell> left_base, right_base;
+    // CellArray, not std::vector: no heap allocation per record for the usual few aggregates.
+    CellArray left_base, right_base;
     ExternalState left_ext, right_ext;  // copies, like the cells (empty without external ones)
     bool make_left = false, make_right = false, make_prev_right = false;
     Millis right_max = kNoTime, prev_right_start = 0;
@@ -66,7 +67,7 @@ void SlidingAssigner::assign(WindowStore::KeyIt kit, Millis t, const Value* valu
                 left_base = r ? r->cells : p->cells;
                 if (ext) left_ext = (r ? r : p)->ext.copy();
             } else {
-                left_base = layout.empty_state();
+                left_base = CellArray(layout.size());
                 left_ext = store_.new_external();
             }
         }
@@ -95,8 +96,8 @@ void SlidingAssigner::assign(WindowStore::KeyIt kit, Millis t, const Value* valu
         m[i].max_time = std::max(m[i].max_time, t);
         store_.touch(kit, m[i]);
     }
-    auto create = [&](Millis start, std::vector<AggCell>&& cells, ExternalState&& ext_state,
-                      Millis max_time, bool add_t) {
+    auto create = [&](Millis start, CellArray&& cells, ExternalState&& ext_state, Millis max_time,
+                      bool add_t) {
         WindowState& ws = store_.open_window(kit, start, start + d + 1, false);
         ws.cells = std::move(cells);
         ws.ext = std::move(ext_state);
@@ -106,7 +107,7 @@ void SlidingAssigner::assign(WindowStore::KeyIt kit, Millis t, const Value* valu
     };
     if (make_left) create(t - d, std::move(left_base), std::move(left_ext), t, true);
     if (make_prev_right)
-        create(prev_right_start, layout.empty_state(), store_.new_external(), t, true);
+        create(prev_right_start, CellArray(layout.size()), store_.new_external(), t, true);
     if (make_right) create(t + 1, std::move(right_base), std::move(right_ext), right_max, false);
 }
 

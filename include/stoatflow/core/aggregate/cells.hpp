@@ -73,25 +73,25 @@ void normalize_sum(AggCell& c);
 // The exact integer sum ihi·2^126 + isum as decimal text.
 std::string wide_sum_to_string(std::int64_t ihi, __int128 isum);
 
-// The cells of one window: up to four inline (no allocation, same cache line as the
-// window), more on the heap. Converts to and from std::vector for outputs and restores.
+// The cells of one window: up to three inline (no allocation, same cache lines as the
+// window), more on the heap. The inline cells and the heap pointer share their bytes (the
+// size says which one is live), so the array is 128 bytes, not 176: it sits in every window,
+// state row and sink row (BENCHMARKS.md "Memory per window"). Converts to and from
+// std::vector for outputs and restores.
 class CellArray {
 public:
-    static constexpr std::size_t kInline = 4;
-    CellArray() = default;
-    explicit CellArray(std::size_t n) { resize(n); }
-    CellArray(const std::vector<AggCell>& v) { assign(v.data(), v.size()); }  // NOLINT: implicit
-    CellArray(const CellArray& o) { assign(o.data(), o.size_); }
-    CellArray(CellArray&& o) noexcept : heap_(std::move(o.heap_)), size_(o.size_) {
-        if (!heap_)
-            for (std::size_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
+    static constexpr std::size_t kInline = 3;
+    CellArray() : heap_(nullptr) {}
+    explicit CellArray(std::size_t n) : heap_(nullptr) { resize(n); }
+    CellArray(const std::vector<AggCell>& v) : heap_(nullptr) {  // NOLINT: implicit
+        assign(v.data(), v.size());
     }
+    CellArray(const CellArray& o) : heap_(nullptr) { assign(o.data(), o.size_); }
+    CellArray(CellArray&& o) noexcept : heap_(nullptr) { take(o); }
     CellArray& operator=(CellArray&& o) noexcept {
         if (this != &o) {
-            heap_ = std::move(o.heap_);
-            size_ = o.size_;
-            if (!heap_)
-                for (std::size_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
+            release();
+            take(o);
         }
         return *this;
     }
@@ -103,11 +103,12 @@ public:
         assign(v.data(), v.size());
         return *this;
     }
+    ~CellArray() { release(); }
     operator std::vector<AggCell>() const {
         return std::vector<AggCell>(data(), data() + size_);
     }  // NOLINT
-    AggCell* data() { return heap_ ? heap_.get() : inline_; }
-    const AggCell* data() const { return heap_ ? heap_.get() : inline_; }
+    AggCell* data() { return on_heap() ? heap_ : inline_; }
+    const AggCell* data() const { return on_heap() ? heap_ : inline_; }
     std::size_t size() const { return size_; }
     const AggCell& operator[](std::size_t i) const { return data()[i]; }
     bool operator==(const std::vector<AggCell>& v) const {
@@ -118,21 +119,44 @@ public:
     }
 
 private:
+    bool on_heap() const { return size_ > kInline; }
+    void release() noexcept {
+        if (on_heap()) delete[] heap_;
+        heap_ = nullptr;
+        size_ = 0;
+    }
+    // Moves o's cells here (this holds none) and leaves o empty.
+    void take(CellArray& o) noexcept {
+        size_ = o.size_;
+        if (o.on_heap()) {
+            heap_ = o.heap_;
+        } else {
+            for (std::size_t i = 0; i < size_; ++i) inline_[i] = o.inline_[i];
+        }
+        o.heap_ = nullptr;
+        o.size_ = 0;
+    }
     void resize(std::size_t n) {
-        size_ = n;
-        if (n > kInline)
-            heap_.reset(new AggCell[n]);
-        else
-            heap_.reset();
+        if (n != size_) {
+            release();
+            if (n > kInline) heap_ = new AggCell[n];
+            size_ = static_cast<std::uint32_t>(n);
+        }
         for (std::size_t i = 0; i < n; ++i) data()[i] = AggCell{};
     }
     void assign(const AggCell* src, std::size_t n) {
-        if (n != size_ || (n > kInline) != static_cast<bool>(heap_)) resize(n);
+        if (n != size_) {
+            release();
+            if (n > kInline) heap_ = new AggCell[n];
+            size_ = static_cast<std::uint32_t>(n);
+        }
         for (std::size_t i = 0; i < n; ++i) data()[i] = src[i];
     }
-    AggCell inline_[kInline];
-    std::unique_ptr<AggCell[]> heap_;
-    std::size_t size_ = 0;
+    union {
+        AggCell inline_[kInline];
+        AggCell* heap_;
+    };
+    std::uint32_t size_ = 0;
 };
 
 std::string int128_to_string(__int128 v);

@@ -6,6 +6,8 @@
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/window/window_store.hpp"
 
+#include <vector>
+
 namespace stoatflow::core {
 
 class SessionMerger {
@@ -25,6 +27,8 @@ private:
     bool may_start_at(const WindowStore::Windows& m, std::size_t keep, Millis t, Millis w) const;
 
     WindowStore& store_;
+    // assign's scratch: the sessions a record joins (kept, so no allocation per record)
+    std::vector<std::size_t> joined_;
 };
 
 }  // namespace stoatflow::core
