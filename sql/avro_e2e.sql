@@ -1,10 +1,10 @@
 -- format => 'avro' end to end through Kafka (README "Formats", Avro). Records written by Apache
--- Avro's Python implementation (Debian python3-avro, test/avro/produce.py) and put on the topics
+-- Avro's Python implementation (Debian python3-avro, test/registry/produce.py) and put on the topics
 -- with kcat. Inline: one writer schema, bare bodies on two partitions, the columns derived from
 -- the schema, a tumbling aggregation against a GROUP BY oracle over the very events, and hostile
 -- bodies (a length of 2^62, a union index out of range, an array count beyond the bytes, a
 -- negative length, a string ending early) as bad_avro dead letters. With a registry
--- (test/registry/mini_registry.py, basic auth): Confluent-framed records of two interleaved
+-- (test/registry/fake_registry.py, basic auth): Confluent-framed records of two interleaved
 -- schema versions read through the subject's latest (the reader schema stored at declaration),
 -- an unknown id (bad_schema_id), a wrong magic byte (bad_avro); then the registry answering 500
 -- while a new schema id arrives: status 'error' naming the registry, nothing dead-lettered, and
@@ -53,9 +53,9 @@ INSERT INTO msgs VALUES
 \pset format unaligned
 \pset tuples_only on
 SELECT line FROM msgs WHERE part = 0 ORDER BY pos
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro 0 pageview.avsc
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro 0 pageview.avsc
 SELECT line FROM msgs WHERE part = 1 ORDER BY pos
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro 1 pageview.avsc
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro 1 pageview.avsc
 \pset format aligned
 \pset tuples_only off
 
@@ -91,8 +91,8 @@ DROP TABLE av_5m;
 
 -- With a schema registry (basic auth): two versions interleaved on one topic, v2 adding a
 -- field with a default.
-\! rm -rf reg && mkdir reg && printf 'reg-user:reg-Secret-42' > reg/auth
-\! /usr/bin/python3 registry/mini_registry.py serve reg >/dev/null 2>&1 &
+\! rm -rf reg && mkdir reg
+\! /usr/bin/python3 registry/fake_registry.py serve --dir reg --user reg-user --password reg-Secret-42 >/dev/null 2>&1 &
 \! for i in $(seq 100); do [ -f reg/url ] && break; sleep 0.1; done
 \set reg_url `cat reg/url`
 \set v1 '{"type": "record", "name": "Order", "fields": [{"name": "page", "type": "string"}, {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}}, {"name": "amount", "type": "long"}]}'
@@ -130,7 +130,7 @@ INSERT INTO msgs2 VALUES
 \pset format unaligned
 \pset tuples_only on
 SELECT line FROM msgs2 ORDER BY pos
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_reg 0 v1.avsc --also v2.avsc --registry reg --subject e2e_avro_reg-value
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro_reg 0 v1.avsc --also v2.avsc --registry reg --subject e2e_avro_reg-value
 \pset format aligned
 \pset tuples_only off
 
@@ -159,7 +159,7 @@ SELECT partition, "offset", reason, replace(detail, :'reg_url', '<registry>') AS
 -- The registry answers 500 while records of a new version (v3) arrive: they wait (status
 -- 'error' naming the registry, never its password; no dead letter), the records before them
 -- are committed.
-\! /usr/bin/python3 registry/mini_registry.py mode reg 500
+\! /usr/bin/python3 registry/fake_registry.py control reg 500
 INSERT INTO msgs2
 SELECT seq, '@3:' || json_build_object('page', page,
            'ts', to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'amount', amount)::text
@@ -167,7 +167,7 @@ SELECT seq, '@3:' || json_build_object('page', page,
 \pset format unaligned
 \pset tuples_only on
 SELECT line FROM msgs2 WHERE pos > 200 ORDER BY pos
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_reg 0 v1.avsc --also v2.avsc --also v3.avsc --registry reg --subject e2e_avro_reg-value
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro_reg 0 v1.avsc --also v2.avsc --also v3.avsc --registry reg --subject e2e_avro_reg-value
 \pset format aligned
 \pset tuples_only off
 DO $$
@@ -182,7 +182,7 @@ SELECT status, last_error LIKE '%' || :'reg_url' || '%' AS names_registry,
   FROM stoatflow.sources WHERE source_name = 'reg';
 SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'reg';
 -- Slower than the client's timeout (10 s): the same, the error saying so.
-\! /usr/bin/python3 registry/mini_registry.py mode reg slow
+\! /usr/bin/python3 registry/fake_registry.py control reg slow
 DO $$
 BEGIN
     FOR i IN 1..400 LOOP
@@ -196,7 +196,7 @@ SELECT status, last_error LIKE '%' || :'reg_url' || '%' AS names_registry,
   FROM stoatflow.sources WHERE source_name = 'reg';
 SELECT count(*) AS dead_letters FROM stoatflow.dead_letters WHERE source_name = 'reg';
 -- It answers again: the held records are read (the cache retries with backoff), exactly.
-\! /usr/bin/python3 registry/mini_registry.py mode reg ok
+\! /usr/bin/python3 registry/fake_registry.py control reg normal
 SELECT stoatflow.wait_caught_up('reg', '90 seconds');
 SELECT status FROM stoatflow.sources WHERE source_name = 'reg';
 CREATE VIEW oracle_reg_5m AS
@@ -245,7 +245,7 @@ SELECT json_build_object('user', json_build_object('id', uid,
            'geo', CASE WHEN country IS NULL THEN NULL ELSE json_build_object('country', country) END),
        'ts', to_char(ts, 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), 'price', price::text)
   FROM ev3 ORDER BY seq
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_nested 0 nested.avsc
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro_nested 0 nested.avsc
 \pset format aligned
 \pset tuples_only off
 BEGIN;
@@ -280,11 +280,11 @@ SELECT '"string"' \g kstring.avsc
 SELECT '{"type": "record", "name": "K", "fields": [{"name": "id", "type": "long"}, {"name": "tag", "type": "string"}]}' \g krecord.avsc
 SELECT 'KEY:' || k || '|' || json_build_object('page', 'p', 'ts', '2026-11-30T09:00:0' || i || '.000Z', 'amount', i, 'region', 'eu')
   FROM (VALUES (1, '"k-1"'), (2, '"k-2"'), (3, '"k-1"'), (4, '"ünï"')) v(i, k)
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value --key-schema kstring.avsc --key-subject e2e_avro_key-key
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value --key-schema kstring.avsc --key-subject e2e_avro_key-key
 SELECT 'KEY:{"id": 42, "tag": "x"}|' || json_build_object('page', 'p', 'ts', '2026-11-30T09:00:05.000Z', 'amount', 5, 'region', 'eu')
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value --key-schema krecord.avsc --key-subject e2e_avro_key-key
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value --key-schema krecord.avsc --key-subject e2e_avro_key-key
 SELECT 'KEY:plain-key|' || json_build_object('page', 'p', 'ts', '2026-11-30T09:00:06.000Z', 'amount', 6, 'region', 'eu')
-\g | /usr/bin/python3 avro/produce.py "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value
+\g | /usr/bin/python3 registry/produce.py kafka-avro "$KAFKA_BROKERS" e2e_avro_key 0 v2.avsc --registry reg --subject e2e_avro_key-value
 \pset format aligned
 \pset tuples_only off
 BEGIN;

@@ -1,5 +1,5 @@
 -- format => 'protobuf' end to end through Kafka (README "Formats", Protobuf): message bodies
--- written by Google's encoder (test/kafka/protobuf_produce.py, python3-protobuf) on two
+-- written by Google's encoder (test/registry/produce.py, python3-protobuf) on two
 -- partitions, a descriptor set inline; a google.protobuf.Timestamp event time, an enum, a
 -- nested PATH column, an optional field, a repeated field; a fast-path aggregation and an
 -- executor-mode one checked against GROUP BY oracles over the very events the records were
@@ -11,7 +11,7 @@ RESET client_min_messages;
 \set SHOW_CONTEXT never
 \getenv brokers KAFKA_BROKERS
 SET timezone = 'UTC';
-\set desc `/usr/bin/python3 protobuf_produce.py descriptor`
+\set desc `/usr/bin/python3 registry/produce.py descriptor registry/pageview.proto`
 SELECT jsonb_build_object('descriptor', :'desc', 'message', 'e2e.PageView') AS opts \gset
 
 -- The events (the oracles' truth): per partition increasing times (some with a fraction of a
@@ -63,9 +63,9 @@ INSERT INTO pb_hostile VALUES
 \pset tuples_only on
 SELECT line FROM (SELECT pos, line FROM pb_ev_json WHERE part = 0 UNION ALL
                   SELECT pos, line FROM pb_hostile) l ORDER BY pos
-\g | /usr/bin/python3 protobuf_produce.py produce e2e_proto 0
+\g | /usr/bin/python3 registry/produce.py kafka-protobuf "$KAFKA_BROKERS" e2e_proto 0 registry/pageview.proto e2e.PageView
 SELECT line FROM pb_ev_json WHERE part = 1 ORDER BY pos
-\g | /usr/bin/python3 protobuf_produce.py produce e2e_proto 1
+\g | /usr/bin/python3 registry/produce.py kafka-protobuf "$KAFKA_BROKERS" e2e_proto 1 registry/pageview.proto e2e.PageView
 \pset format aligned
 \pset tuples_only off
 
@@ -167,7 +167,7 @@ DROP TABLE proto_all_1h;
 -- the columns from the subject's latest version; an unknown id (bad_schema_id), a wrong magic
 -- byte, indexes the schema does not have and a body cut short (bad_protobuf).
 \! rm -rf pbreg && mkdir pbreg
-\! /usr/bin/python3 registry/mini_registry.py serve pbreg >/dev/null 2>&1 &
+\! /usr/bin/python3 registry/fake_registry.py serve --dir pbreg >/dev/null 2>&1 &
 \! for i in $(seq 100); do [ -f pbreg/url ] && break; sleep 0.1; done
 \set reg_url `cat pbreg/url`
 CREATE TABLE pb_framed (pos numeric, line text);
@@ -180,7 +180,7 @@ INSERT INTO pb_framed VALUES
 \pset format unaligned
 \pset tuples_only on
 SELECT line FROM pb_framed ORDER BY pos
-\g | /usr/bin/python3 protobuf_produce.py produce e2e_proto_reg 0 --registry pbreg --subject e2e_proto_reg-value
+\g | /usr/bin/python3 registry/produce.py kafka-protobuf "$KAFKA_BROKERS" e2e_proto_reg 0 registry/pageview.proto e2e.PageView --registry pbreg --subject e2e_proto_reg-value
 \pset format aligned
 \pset tuples_only off
 BEGIN;
@@ -263,7 +263,7 @@ SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf
 SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
     format_options => '{"schema_registry_url": "file:///etc/passwd"}', columns => 'page text');
 \echo :LAST_ERROR_SQLSTATE
-\set legacy `/usr/bin/python3 protobuf_produce.py descriptor legacy`
+\set legacy `/usr/bin/python3 registry/produce.py descriptor registry/legacy.proto`
 SELECT stoatflow.create_source('x', 'e2e_proto', :'brokers', format => 'protobuf',
     format_options => jsonb_build_object('descriptor', :'legacy', 'message', 'legacy.Old'));
 \echo :LAST_ERROR_SQLSTATE

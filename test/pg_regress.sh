@@ -37,8 +37,7 @@ fi
 work=$(mktemp -d "$tmp_root/stoatflow-regress.XXXXXX")
 trap 'rm -rf "$work"; broker_stop' EXIT
 cp -r sql expected test/schedule test/pg_regress.conf test/upgrade/catalog.sql test/rollup/events.py "$work/"
-cp -r test/avro test/registry "$work/"  # avro_e2e: the Avro producer and the test registry
-cp test/kafka/protobuf_produce.py "$work/"  # protobuf_e2e: the protobuf producer
+cp -r test/registry "$work/"  # avro_e2e, protobuf_e2e: the test registry and the producer
 if [ "$(id -u)" -eq 0 ]; then
     chown -R postgres: "$work"
 fi

@@ -54,11 +54,20 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
         key = key_null ? nullptr : key_text.data();
         key_len = key_null ? 0 : key_text.size();
     }
-    if (e == format::DecodeError::None &&
-        !format::fill_metadata(rows_, r, plan_.paths.size(),
-                               p.meta_of(tp, offset, key, key_len, kafka_ts, headers, header_count),
-                               detail))
-        e = format::DecodeError::InvalidText;
+    // The metadata columns are filled when the lane reads one (the key, the event time or a
+    // value) or leaves the record to PostgreSQL (below); their one check, the key's text, is made
+    // for every record all the same (an invalid key is the same dead letter either way).
+    const format::RecordMeta meta =
+        p.meta_of(tp, offset, key, key_len, kafka_ts, headers, header_count);
+    bool meta_filled = false;
+    if (e == format::DecodeError::None) {
+        if (reads_metadata(p)) {
+            meta_filled = format::fill_metadata(rows_, r, plan_.paths.size(), meta, detail);
+            if (!meta_filled) e = format::DecodeError::InvalidText;
+        } else if (!format::metadata_key_valid(meta, detail)) {
+            e = format::DecodeError::InvalidText;
+        }
+    }
     if (e != format::DecodeError::None) {
         p.count(tp, offset);
         p.dead(RecordJudge::dead_letter(tp, offset, e, detail, payload, len));
@@ -68,6 +77,8 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
     st.skipping = false;  // (the lane leaves bad values to PostgreSQL)
     switch (fast_record(p, st.record, now, reason, detail)) {
     case Verdict::Ask:
+        // PostgreSQL converts the whole row (the key's text was checked above: this fills).
+        if (!meta_filled) format::fill_metadata(rows_, r, plan_.paths.size(), meta, detail);
         p.queued(tp, offset);
         blocked_ = true;
         blocked_record_.tp = tp;
@@ -81,6 +92,16 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
         return;
     case Verdict::Staged: p.count(tp, offset); p.stage(tp, now);
     }
+}
+
+bool ColumnsLane::reads_metadata(const RecordPath& p) {
+    if (reads_metadata_ < 0) {
+        const auto declared = static_cast<int>(plan_.paths.size());
+        bool reads = plan_.key_col >= declared || plan_.time_col >= declared;
+        for (int c : p.value_cols_) reads = reads || c >= declared;
+        reads_metadata_ = reads ? 1 : 0;
+    }
+    return reads_metadata_ == 1;
 }
 
 ColumnsLane::Verdict ColumnsLane::fast_record(const RecordPath& p, format::Decoded& d,

@@ -76,6 +76,13 @@ std::string headers_json(const RecordMeta& meta) {
 
 }  // namespace
 
+bool metadata_key_valid(const RecordMeta& meta, std::string& detail) {
+    if (meta.key == nullptr || is_text(meta.key, meta.key_len)) return true;
+    detail = "the Kafka message key is not valid UTF-8 text: ";
+    detail += core::storable_text(meta.key, meta.key_len, kExcerptBytes);
+    return false;
+}
+
 bool fill_metadata(RawRows& rows, std::size_t row, std::size_t first, const RecordMeta& meta,
                    std::string& detail) {
     char num[24];  // per record: no allocation
@@ -89,9 +96,7 @@ bool fill_metadata(RawRows& rows, std::size_t row, std::size_t first, const Reco
         case core::MetadataField::Key:
             if (meta.key == nullptr) {
                 rows.set(row, col, RawKind::Null);
-            } else if (!is_text(meta.key, meta.key_len)) {
-                detail = "the Kafka message key is not valid UTF-8 text: ";
-                detail += core::storable_text(meta.key, meta.key_len, kExcerptBytes);
+            } else if (!metadata_key_valid(meta, detail)) {
                 return false;
             } else {
                 rows.set(row, col, RawKind::String, std::string_view(meta.key, meta.key_len));

@@ -74,6 +74,9 @@ echo "fuzz: $target for ${seconds}s"
 
 # New inputs go to the scratch corpus; the seeds in the repository stay as they are.
 cp -n "$seeds"/* "$out/corpus/" 2>/dev/null || true
+if [ "$target" = protobuf_text ]; then # shop.proto, kept once: the unit tests' reference file
+    cp -n "$root/test/unit/protobuf_reference/shop.proto" "$out/corpus/"
+fi
 parallel=()
 if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
 cd "$out"  # libFuzzer writes its per-job logs (fuzz-N.log) to the working directory

@@ -8,10 +8,15 @@ and end-to-end tests: python3 standard library only, 127.0.0.1 only.
       switches on --control-port. Prints one line "port=N control=M" when both listen (and
       writes it to --ready-file). Runs until SIGTERM/SIGINT.
 
+      --dir DIR (the pg_regress tests and README "Getting started with Avro"): also writes
+      DIR/url (the API door's URL, written last: wait for it), DIR/control (the control door's)
+      and DIR/pid, and exits by itself once DIR is removed (or after an hour), so a test that
+      stops early leaves no registry behind.
+
   fake_registry.py control URL MODE      # MODE: normal | down | 500 | slow | slow:SECONDS
   fake_registry.py register URL SUBJECT FILE [--type AVRO|PROTOBUF]   # prints the id
   fake_registry.py log URL               # the request log so far (JSON lines)
-      URL is the control door (http://127.0.0.1:M).
+      URL is the control door (http://127.0.0.1:M), or a --dir DIR (its DIR/control).
 
 The API (both doors):
   POST /subjects/{subject}/versions   {"schema": TEXT[, "schemaType": T][, "references": [...]]}
@@ -331,6 +336,8 @@ def serve(args):
             f.write(line + "\n")
         os.replace(tmp, args.ready_file)
     print(line, flush=True)
+    if args.dir:
+        write_dir(args.dir, reg.api_port, control.server_address[1])
 
     def stop(*_):
         threading.Thread(target=control.shutdown, daemon=True).start()
@@ -339,6 +346,47 @@ def serve(args):
     signal.signal(signal.SIGINT, stop)
     control.serve_forever()
     reg.close_api()
+
+
+def write_dir(directory, api_port, control_port):
+    """--dir: the doors' URLs and the pid as files; the watch that ends the process with DIR."""
+    os.makedirs(directory, exist_ok=True)
+    for name, text in (("pid", str(os.getpid())),
+                       ("control", "http://%s:%d" % (HOST, control_port)),
+                       ("url", "http://%s:%d" % (HOST, api_port))):  # url last: the ready mark
+        tmp = os.path.join(directory, name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, os.path.join(directory, name))
+
+    def watch():
+        started = time.time()
+        while os.path.isdir(directory) and time.time() - started < 3600:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def control_url(where):
+    """A control door's URL, or a --dir directory's (its control file)."""
+    if os.path.isdir(where):
+        with open(os.path.join(where, "control"), encoding="utf-8") as f:
+            return f.read().strip()
+    return where.rstrip("/")
+
+
+def register(where, subject, text, schema_type="AVRO"):
+    """Registers schema text under subject through the control door (URL or --dir directory);
+    returns the id. For the producers (produce.py --registry)."""
+    body = {"schema": text}
+    if schema_type != "AVRO":
+        body["schemaType"] = schema_type
+    code, out = request(control_url(where) + "/subjects/%s/versions"
+                        % urllib.request.quote(subject, safe=""), "POST", body)
+    if code != 200:
+        sys.exit("fake_registry: register %s: HTTP %d %s" % (subject, code, out))
+    return json.loads(out)["id"]
 
 
 def request(url, method="GET", body=None, timeout=10):
@@ -364,6 +412,7 @@ def main():
     s.add_argument("--ready-file")
     s.add_argument("--first-id", type=int, default=1)
     s.add_argument("--slow-seconds", type=float, default=15.0)
+    s.add_argument("--dir")
     c = sub.add_parser("control")
     c.add_argument("url")
     c.add_argument("mode")
@@ -378,7 +427,7 @@ def main():
     if args.cmd == "serve":
         serve(args)
         return
-    base = args.url.rstrip("/")
+    base = control_url(args.url)
     if args.cmd == "control":
         code, text = request(base + "/control/" + args.mode, "POST", {})
         if code != 200:
@@ -386,14 +435,7 @@ def main():
     elif args.cmd == "register":
         with open(args.file, encoding="utf-8") as f:
             text = f.read().strip()
-        body = {"schema": text}
-        if args.type != "AVRO":
-            body["schemaType"] = args.type
-        code, out = request(base + "/subjects/%s/versions" % urllib.request.quote(args.subject, safe=""),
-                            "POST", body)
-        if code != 200:
-            sys.exit("fake_registry: register %s: HTTP %d %s" % (args.subject, code, out))
-        print(json.loads(out)["id"])
+        print(register(base, args.subject, text, args.type))
     elif args.cmd == "log":
         code, text = request(base + "/control/log")
         if code != 200:

@@ -20,6 +20,25 @@ Debian's python3-avro and python3-protobuf, not stoatflow's decoders.
                             "fields": [["user_id", "string", 1], ["ts", "int64", 2], ...]}
   produce.py csv --columns a,b,c EVENTS...      RFC 4180 lines, NULL (missing) as an empty field
   produce.py delimiter                          the kcat -D argument that separates the records
+  produce.py descriptor PROTO_FILE              the base64 FileDescriptorSet of a .proto file
+                                                (protoc --include_imports; for 'descriptor')
+
+Put on a topic directly (the pg_regress tests; one kcat run per partition, or per message when
+keys are given), from JSON lines on stdin, one message each:
+  produce.py kafka-avro BROKERS TOPIC PARTITION SCHEMA_FILE [--also FILE ...]
+                        [--registry REG --subject S] [--key-schema FILE --key-subject S]
+      Each line a record of SCHEMA_FILE (logical types as JSON: timestamps and dates as ISO
+      8601 text, decimals as numbers), or RAW:<hex> (the message's bytes as they are: hostile
+      input). @2:<record> is written by the first --also schema, @3: by the second, and so on.
+      KEY:<text>|<record> gives the message a key: with --key-schema an Avro value of that
+      schema (JSON), framed with its own id, else the text. With --registry each schema is
+      registered (fake_registry.py's control door: its URL or its --dir) and every record is
+      framed with its id; without, bare bodies.
+  produce.py kafka-protobuf BROKERS TOPIC PARTITION PROTO_FILE MESSAGE [--registry REG --subject S]
+      Each line a MESSAGE in proto3's JSON mapping (json_format.ParseDict), "deep": N for
+      geo.region nested N levels (each geo.country set), or {"hex": "..."}: those bytes as they
+      are. With --registry the .proto text is registered (PROTOBUF) and each message framed with
+      its id and the message-index array, the short form 0 and the long form 1, 0 in turn.
 
 Every record is followed by the delimiter (binary bodies hold line breaks): produce with
   kcat -P -D "$(produce.py delimiter)" ...      (csv and json: one record a line, no delimiter)
@@ -29,11 +48,18 @@ EVENTS are files of JSON lines ("-" for stdin), read in order.
 import argparse
 import base64
 import csv
+import datetime
+import decimal
 import io
 import json
+import os
 import random
 import struct
+import subprocess
 import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 DELIMITER = b"\xfeSFREC\xfe\x01"
 DELIMITER_KCAT = "".join("\\x%02x" % b for b in DELIMITER)
@@ -81,17 +107,43 @@ def avro_writers(specs):
     return writers
 
 
-def avro_datum(schema, event):
-    datum = {}
-    for field in schema.fields:
-        if field.name in event:
-            datum[field.name] = event[field.name]
-        elif field.has_default:
-            datum[field.name] = field.default
-        else:
-            sys.exit("produce.py: the event %r lacks %r and the schema %s gives no default"
-                     % (event, field.name, schema.name))
-    return datum
+def avro_datum(schema, value):
+    """A JSON value as the Python writer takes it for schema: a record's missing field takes its
+    default (none: an error), keys the schema lacks are dropped, logical types from JSON text."""
+    import avro.schema
+    if value is None:
+        return None
+    if isinstance(schema, avro.schema.UnionSchema):
+        for branch in schema.schemas:
+            if branch.type != "null":
+                return avro_datum(branch, value)
+        return value
+    logical = getattr(schema, "logical_type", None) or schema.props.get("logicalType")
+    if logical in ("timestamp-millis", "timestamp-micros") and isinstance(value, str):
+        return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if logical == "date" and isinstance(value, str):
+        return datetime.date.fromisoformat(value)
+    if logical == "decimal" and not isinstance(value, decimal.Decimal):
+        return decimal.Decimal(str(value))
+    if isinstance(schema, avro.schema.RecordSchema) and isinstance(value, dict):
+        datum = {}
+        for field in schema.fields:
+            if field.name in value:
+                datum[field.name] = avro_datum(field.type, value[field.name])
+            elif field.has_default:
+                datum[field.name] = field.default
+            else:
+                sys.exit("produce.py: the event %r lacks %r and the schema %s gives no default"
+                         % (value, field.name, schema.name))
+        return datum
+    return value
+
+
+def avro_body(schema, value):
+    import avro.io
+    buf = io.BytesIO()
+    avro.io.DatumWriter(schema).write(avro_datum(schema, value), avro.io.BinaryEncoder(buf))
+    return buf.getvalue()
 
 
 def cmd_avro(args):
@@ -166,6 +218,28 @@ def proto_class(spec):
     return message_factory.MessageFactory(pool).GetPrototype(desc)
 
 
+def descriptor_set(proto_file):
+    """protoc's FileDescriptorSet (with imports) of a .proto file."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "set.desc")
+        here, name = os.path.split(os.path.abspath(proto_file))
+        subprocess.check_call(["protoc", "--include_imports", "--descriptor_set_out=" + out,
+                               "-I", here, "-I", "/usr/include", os.path.join(here, name)])
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def message_class(desc, full_name):
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    pool = descriptor_pool.DescriptorPool()
+    for f in descriptor_pb2.FileDescriptorSet.FromString(desc).file:
+        pool.Add(f)
+    found = pool.FindMessageTypeByName(full_name)
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(found)
+    return message_factory.MessageFactory(pool).GetPrototype(found)
+
+
 def zigzag_varint(n):
     n = (n << 1) ^ (n >> 63)
     out = bytearray()
@@ -210,6 +284,116 @@ def cmd_proto_schema(args):
 
 
 # ---------------------------------------------------------------------------------------------
+# Straight onto a topic (the pg_regress tests)
+
+def kcat_put(brokers, topic, partition, messages):
+    """messages: (key or None, value bytes), in order, onto one partition."""
+    base = ["kcat", "-P", "-q", "-b", brokers, "-t", topic, "-p", str(partition)]
+    with tempfile.TemporaryDirectory() as tmp:
+        if all(k is None for k, _ in messages):
+            files = []
+            for n, (_, value) in enumerate(messages):  # kcat: one message per file, in order
+                files.append(os.path.join(tmp, "%08d" % n))
+                with open(files[-1], "wb") as f:
+                    f.write(value)
+            if files:
+                subprocess.run(base + files, check=True, stdout=subprocess.DEVNULL)
+            return
+    for key, value in messages:  # kcat takes one key per run: one message per run
+        if key is None:
+            with tempfile.NamedTemporaryFile() as f:
+                f.write(value)
+                f.flush()
+                subprocess.run(base + [f.name], check=True, stdout=subprocess.DEVNULL)
+            continue
+        # Key, a key delimiter the key lacks, the value; a message delimiter the message lacks.
+        delim = next(b for b in range(1, 256) if bytes([b]) not in key)
+        message = key + bytes([delim]) + value
+        end = next(d for d in ("@@%d@@" % i for i in range(1000)) if d.encode() not in message)
+        subprocess.run(base + ["-K", "\\x%02x" % delim, "-D", end],
+                       input=message, check=True, stdout=subprocess.DEVNULL)
+
+
+def registry_register(where, subject, text, schema_type="AVRO"):
+    sys.path.insert(0, HERE)
+    import fake_registry
+    return fake_registry.register(where, subject, text, schema_type)
+
+
+def cmd_kafka_avro(args):
+    import avro.schema
+    parse = getattr(avro.schema, "parse", None) or avro.schema.Parse
+    if args.registry and not args.subject:
+        sys.exit("produce.py: --registry wants --subject")
+    schemas, ids = [], []
+    for path in [args.schema_file] + args.also:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        schemas.append(parse(text))
+        ids.append(registry_register(args.registry, args.subject, text) if args.registry else None)
+    key_schema = key_id = None
+    if args.key_schema:
+        with open(args.key_schema, encoding="utf-8") as f:
+            key_text = f.read()
+        key_schema = parse(key_text)
+        key_id = registry_register(args.registry, args.key_subject, key_text)
+    messages = []
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        if not line:
+            continue
+        key = None
+        if line.startswith("KEY:"):
+            key, line = line[4:].split("|", 1)
+            key = (frame(key_id, avro_body(key_schema, json.loads(key))) if key_schema
+                   else key.encode())
+        which = 0
+        if line.startswith("@"):
+            n_text, line = line[1:].split(":", 1)
+            which = int(n_text) - 1
+        if line.startswith("RAW:"):
+            data = bytes.fromhex(line[4:])
+        else:
+            data = avro_body(schemas[which], json.loads(line))
+            if ids[which] is not None:
+                data = frame(ids[which], data)
+        messages.append((key, data))
+    kcat_put(args.brokers, args.topic, args.partition, messages)
+
+
+def cmd_kafka_protobuf(args):
+    from google.protobuf import json_format
+    if args.registry and not args.subject:
+        sys.exit("produce.py: --registry wants --subject")
+    cls = message_class(descriptor_set(args.proto_file), args.message)
+    framed = None
+    if args.registry:
+        with open(args.proto_file, encoding="utf-8") as f:
+            sid = registry_register(args.registry, args.subject, f.read(), "PROTOBUF")
+        forms = [b"\x00", zigzag_varint(1) + zigzag_varint(0)]  # indexes [0]: short, long
+        framed = lambda n, body: frame(sid, body, forms[n % 2])
+    messages = []
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        if "hex" in d:
+            body = bytes.fromhex(d["hex"])
+        else:
+            deep = d.pop("deep", 0)
+            m = json_format.ParseDict(d, cls())
+            g = m.geo if deep else None
+            for i in range(deep):
+                g.country = "d%d" % i
+                g = g.region
+            body = m.SerializeToString()
+            if framed:
+                body = framed(len(messages), body)
+        messages.append((None, body))
+    kcat_put(args.brokers, args.topic, args.partition, messages)
+
+
+# ---------------------------------------------------------------------------------------------
 # CSV
 
 def cmd_csv(args):
@@ -242,6 +426,21 @@ def main():
     c.add_argument("--columns", required=True)
     c.add_argument("events", nargs="+")
     sub.add_parser("delimiter")
+    d = sub.add_parser("descriptor")
+    d.add_argument("proto_file")
+    ka = sub.add_parser("kafka-avro")
+    for name in ("brokers", "topic", "partition", "schema_file"):
+        ka.add_argument(name)
+    ka.add_argument("--also", action="append", default=[])
+    ka.add_argument("--registry")
+    ka.add_argument("--subject")
+    ka.add_argument("--key-schema")
+    ka.add_argument("--key-subject")
+    kp = sub.add_parser("kafka-protobuf")
+    for name in ("brokers", "topic", "partition", "proto_file", "message"):
+        kp.add_argument(name)
+    kp.add_argument("--registry")
+    kp.add_argument("--subject")
     args = ap.parse_args()
     if args.cmd == "avro":
         if args.pick != "rr" and not (args.pick.startswith("seed:") and args.pick[5:].isdigit()):
@@ -255,6 +454,12 @@ def main():
         cmd_proto_schema(args)
     elif args.cmd == "csv":
         cmd_csv(args)
+    elif args.cmd == "descriptor":
+        print(base64.b64encode(descriptor_set(args.proto_file)).decode())
+    elif args.cmd == "kafka-avro":
+        cmd_kafka_avro(args)
+    elif args.cmd == "kafka-protobuf":
+        cmd_kafka_protobuf(args)
     else:
         print(DELIMITER_KCAT)
 

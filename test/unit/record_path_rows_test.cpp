@@ -112,6 +112,41 @@ TEST(RecordPathRows, MetadataAndInvalidRecords) {
     EXPECT_EQ(snap.aggs[0].out.upserts[0].key, "k");
 }
 
+// The lane fills the metadata columns only when it reads one or leaves the record to
+// PostgreSQL; a key that is not UTF-8 text is the same dead letter when nothing reads kafka_key,
+// and a record left to PostgreSQL still carries every metadata column.
+TEST(RecordPathRows, MetadataUnreadStillJudgedAndFilledForPostgres) {
+    RecordPath p(config());  // key user, time ts, sum(amount): no metadata column read
+    const std::string bad_key = "\xff";
+    const std::string ok = R"({"user": "a", "ts": 1796032800000, "amount": 7})";
+    p.process(0, 0, 0, ok.data(), ok.size(), bad_key.data(), 1, 1000, core::kNoTime);
+    p.process(0, 0, 1, ok.data(), ok.size(), "k1", 2, 1000, core::kNoTime);
+    EXPECT_FALSE(p.blocked());
+    const std::string slow = R"({"user": "a", "ts": "2026-11-30 10:00:02", "amount": 1})";
+    const format::KafkaHeader h{"h", "v", 1};
+    p.process(0, 0, 2, slow.data(), slow.size(), "k2", 2, 1234, core::kNoTime, &h, 1);
+    ASSERT_TRUE(p.blocked());
+    const format::RawRows& row = p.blocked_row();
+    EXPECT_EQ(std::string(row.get(0, 3).text), "k2");
+    EXPECT_EQ(std::string(row.get(0, 4).text), "t");
+    EXPECT_EQ(std::string(row.get(0, 5).text), "0");
+    EXPECT_EQ(std::string(row.get(0, 6).text), "2");
+    EXPECT_EQ(std::string(row.get(0, 7).text), "1234");
+    EXPECT_EQ(std::string(row.get(0, 8).text), R"({"h": "v"})");
+    SlowRecord rec;
+    rec.key = "a";
+    rec.time = 1796032802000;
+    rec.values.assign(9, core::Value::missing());
+    rec.values[2] = core::Value::of_int(1);
+    p.resume(rec);
+    EXPECT_FALSE(p.blocked());
+    const flow::CommitSnapshot snap = p.take_snapshot(0);
+    ASSERT_EQ(snap.dead.size(), 1u);
+    EXPECT_EQ(snap.dead[0].offset, 0);
+    EXPECT_EQ(snap.dead[0].reason, "invalid_text");
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 2);
+}
+
 // README "Time and the watermark": the end of a partition seen while its records wait behind a
 // blocked one does not release the partition before they are judged. Partition 0's record
 // blocks (11:05, no offset); partition 1's (10:00:01) waits behind it; both ends come then.

@@ -105,4 +105,9 @@ struct RecordMeta {
 bool fill_metadata(RawRows& rows, std::size_t row, std::size_t first, const RecordMeta& meta,
                    std::string& detail);
 
+// fill_metadata's one check without the columns: false, with `detail` set, when the key is not
+// valid UTF-8 (or holds NUL). For a lane that fills the metadata columns only when it reads
+// them (flow/columns_lane.cpp): the record is the same dead letter either way.
+bool metadata_key_valid(const RecordMeta& meta, std::string& detail);
+
 }  // namespace stoatflow::format
