@@ -8,8 +8,8 @@
 #
 # BACKFILL_KILLS=1 (the scenario backfill_kill9 runs it so): the worker gets SIGKILL several times
 # while agg_b and agg_c backfill, and right when a backfill has asked its source to hold (the
-# hand-over); crash recovery restarts every worker from its committed state. The sinks must
-# still be exact.
+# hand-over), and right after the source's worker adopted a joined aggregation; crash recovery
+# restarts every worker from its committed state. The sinks must still be exact.
 #
 # Also measured (printed, and bounded by BACKFILL_FRESH_MAX_MS when set): while the backfill of
 # the large history runs, a small chunk produced reaches the committed positions of the source's
@@ -98,6 +98,25 @@ if [ "$KILLS" = 1 ]; then
         fi
         wait_worker ""
     done
+    # And right after the source's worker took a joined aggregation into its running pipeline
+    # (before it committed with it): it restarts from what is committed, like any worker.
+    adopted() { grep -c 'joined the running pipeline' "$SERVER_LOG" || true; }
+    n0=$(adopted)
+    deadline=$(($(date +%s) + 60))
+    while (($(date +%s) < deadline)) && [ "$(adopted)" = "$n0" ]; do
+        [ "$(backfilling)" = 0 ] && break
+        sleep 0.02
+    done
+    if [ "$(adopted)" != "$n0" ]; then
+        pid=$(worker_pid)
+        if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
+            KILLED_PIDS+=("$pid")
+            log "adoption kill: SIGKILL source worker $pid right after it adopted a joined aggregation"
+        fi
+        wait_worker ""
+    else
+        log "adoption kill: no aggregation joined the running pipeline now ($n0 before; or restarted instead)"
+    fi
     ((${#KILLED_PIDS[@]} >= 3 && handover_kills >= 1)) ||
         fail "the kills missed the backfill: ${#KILLED_PIDS[@]} kills, $handover_kills at the hand-over (need >= 3 and >= 1)"
 fi
