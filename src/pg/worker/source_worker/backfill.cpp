@@ -305,6 +305,12 @@ bool SourceWorker::backfill_step(core::Millis now) {
             if (!reached(tp)) behind += limit - pos;
         }
         if (close && behind <= kBackfillHoldLag) {
+            // What it read so far is committed first (a backfill catching up commits seldom):
+            // the join's commit, which the siblings wait for, holds only the last stretch.
+            if (pipeline_->path().records_since_commit() > kBackfillHoldLag) {
+                commit(false);
+                return !pipeline_;
+            }
             in_transaction([&] {
                 spi_exec("UPDATE stoatflow.backfill SET hold_requested = true WHERE "
                          "aggregation_id OPERATOR(pg_catalog.=) $1",
