@@ -80,7 +80,13 @@ if [ "$KILLS" = 1 ]; then
         held=
         deadline=$(($(date +%s) + 60))
         while (($(date +%s) < deadline)); do
-            held=$(psql_try -c "SELECT a.aggregation_name FROM stoatflow.backfill b JOIN stoatflow.aggregation a USING (aggregation_id)
+            # Waited for in one session (the hand-over lasts about a second): no psql start-up
+            # between looks.
+            held=$(psql_try -c "DO \$\$ DECLARE t timestamptz := clock_timestamp(); BEGIN
+                    WHILE NOT EXISTS (SELECT 1 FROM stoatflow.backfill WHERE hold_requested) AND
+                          EXISTS (SELECT 1 FROM stoatflow.backfill) AND
+                          clock_timestamp() < t + interval '10 seconds' LOOP PERFORM pg_sleep(0.002); END LOOP;
+                END \$\$" -c "SELECT a.aggregation_name FROM stoatflow.backfill b JOIN stoatflow.aggregation a USING (aggregation_id)
                                  WHERE b.hold_requested LIMIT 1" || true)
             [ -n "$held" ] && break
             [ "$(backfilling)" = 0 ] && break
