@@ -88,7 +88,7 @@ private:
     void begin_hold();
     bool hold_over();
     bool hold_expired();
-    bool adopt_joined(const std::string& signature);
+    bool adopt_joined(const std::string& signature, bool* adopted);
 
     std::int32_t source_id_;
     // A backfill worker's (backfill_ != 0): its aggregation, the source's committed positions it

@@ -76,16 +76,16 @@ void SourceWorker::begin_hold() {
 // the pipeline cannot take it, the pipeline is dropped and the next start builds it anew from
 // the committed state, as before any change of the aggregations.
 bool SourceWorker::hold_over() {
-    bool over = false, adopted = false;
+    bool over = false, adopted = false, joined = false;
     std::string sig;
+    const double ms = static_cast<double>(clock_.now() - holding_since_);
     in_transaction([&] {
         if (source_held() && !hold_expired()) return;
         over = true;
         sig = aggregation_signature();
-        adopted = source_exists() && adopt_joined(sig);
+        adopted = source_exists() && adopt_joined(sig, &joined);
     });
     if (!over) return false;
-    const double ms = static_cast<double>(clock_.now() - holding_since_);
     holding_ = false;
     holding_since_ = 0;
     if (!adopted) {
@@ -97,6 +97,7 @@ bool SourceWorker::hold_over() {
     progress_quiet_ = false;
     status_moved_ = true;
     commit_timer_.committed(clock_.now());
+    if (!joined) return true;  // released (hold_expired), or the held aggregation dropped
     pg_call([&] {
         elog(LOG,
              "stoatflow source %d: held %.0f ms for a backfill's join; its other aggregations "
@@ -129,7 +130,7 @@ std::vector<std::string> signature_entries(const std::string& sig, std::string* 
 // their state as the backfill committed it (CommitCycle::adopt). True if the pipeline runs on;
 // false: it must be built anew (another change, or one the pipeline cannot take: executor mode,
 // a field its lane does not read).
-bool SourceWorker::adopt_joined(const std::string& signature) {
+bool SourceWorker::adopt_joined(const std::string& signature, bool* adopted) {
     std::string was_rest, now_rest;
     const auto was = signature_entries(signature_, &was_rest);
     const auto now = signature_entries(signature, &now_rest);
@@ -155,6 +156,7 @@ bool SourceWorker::adopt_joined(const std::string& signature) {
         elog(LOG, "stoatflow source %d: aggregation %s joined the running pipeline", source_id_,
              names.c_str());
     });
+    *adopted = true;
     return true;
 }
 
