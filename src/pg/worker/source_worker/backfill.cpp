@@ -209,6 +209,18 @@ std::int64_t SourceWorker::backfill_start(const SourceDef& src, kafka::Consumer&
 void SourceWorker::read_limits() {
     bool gone = false;
     in_transaction([&] {
+        // Where the hand-over stands first: each statement sees what was committed when it
+        // started, and the source's worker holds in the transaction that commits the positions
+        // it holds at, so positions read after `held` are those (or later ones, when the hold
+        // was released meanwhile: then the join is refused under its row lock).
+        if (spi_exec("SELECT hold_requested, held FROM stoatflow.backfill WHERE aggregation_id "
+                     "OPERATOR(pg_catalog.=) $1",
+                     {arg_int32(backfill_)}) == 0) {
+            gone = true;
+            return;
+        }
+        hold_requested_ = spi_bool(0, 1).value_or(false);
+        held_ = spi_bool(0, 2).value_or(false);
         const auto n =
             spi_exec("SELECT topic, partition, next_offset FROM "
                      "stoatflow.partition_offset WHERE source_id OPERATOR(pg_catalog.=) $1",
@@ -219,14 +231,6 @@ void SourceWorker::read_limits() {
             limit_[{static_cast<std::int32_t>(t - topics_.begin()),
                     static_cast<std::int32_t>(*spi_int64(r, 2))}] = *spi_int64(r, 3);
         }
-        if (spi_exec("SELECT hold_requested, held FROM stoatflow.backfill WHERE aggregation_id "
-                     "OPERATOR(pg_catalog.=) $1",
-                     {arg_int32(backfill_)}) == 0) {
-            gone = true;
-            return;
-        }
-        hold_requested_ = spi_bool(0, 1).value_or(false);
-        held_ = spi_bool(0, 2).value_or(false);
     });
     limits_read_at_ = clock_.now();
     if (gone) forget_progress();
@@ -359,9 +363,13 @@ bool SourceWorker::backfill_row_locked() {
                  "OPERATOR(pg_catalog.=) $1 FOR UPDATE",
                  {arg_int32(backfill_)}) == 0)
         return false;
-    hold_requested_ = spi_bool(0, 1).value_or(false);  // false: released, asked again when close
-    held_ = spi_bool(0, 2).value_or(false);
-    if (!held_) pipeline_->set_joining(false);
+    // Not held (released): no join; asked again when close. Held, the limits stay those
+    // read_limits read with it.
+    if (!spi_bool(0, 2).value_or(false)) {
+        held_ = false;
+        hold_requested_ = spi_bool(0, 1).value_or(false);
+        pipeline_->set_joining(false);
+    }
     return true;
 }
 
