@@ -172,8 +172,8 @@ for b in "${brokers[@]}"; do
             env STOATFLOW_TEST_BROKER="$b" REGRESS_TESTS=kafka_e2e bash test/pg_regress.sh
     fi
     scenarios=()
-    if [ "$b" = kafka ] && [ "${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress formats_e2e}" != all ]; then
-        read -r -a scenarios <<<"${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress formats_e2e}"
+    if [ "$b" = kafka ] && [ "${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress formats_e2e backfill_handover}" != all ]; then
+        read -r -a scenarios <<<"${FAULTS_KAFKA_SCENARIOS:-broker_down broker_kill topic_deleted partitions_added retention start_from drop_group progress formats_e2e backfill_handover}"
     fi
     step "faults ($b broker): ${scenarios[*]:-kill -9, immediate restart, broker outage, SIGTERM, pause, drop, memory limits, sink fuzz, backfill (with kill -9), registry outage, four formats}" 30 \
         env STOATFLOW_TEST_BROKER="$b" bash test/faults/run.sh "${scenarios[@]}"

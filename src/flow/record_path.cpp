@@ -29,47 +29,60 @@ RecordPath::RecordPath(const RecordPathConfig& config)
     : topics_(config.topics), plan_(config.row), judge_(config.max_key_bytes, config.future_limit),
       watermark_(config.max_out_of_orderness, config.idle_timeout) {
     // Values are looked up by field path (0.1) or, with columns, by column name.
-    const auto& paths = plan_ ? plan_->names : config.decoder.value_paths;
+    fields_ = plan_ ? plan_->names : config.decoder.value_paths;
     if (!plan_)
         json_ = std::make_unique<JsonLane>(config.decoder);
     else if (config.executor)
         exec_ = std::make_unique<ExecLane>(*plan_);
     else
         columns_ = std::make_unique<ColumnsLane>(*plan_);
-    for (const auto& def : config.aggregations) {
-        Aggregation a;
-        a.name = def.name;
-        a.engine = std::make_unique<core::WindowedAggregation>(
-            def.spec, def.aggregates, def.emit, def.retention, def.segment_interval, def.external);
-        if (def.committed_emit) a.engine->restore_committed_under(*def.committed_emit);
-        a.executor = def.external != nullptr;
-        if (def.upstream >= 0) {
-            // README "Roll-ups": an upstream listed before it, on the fast path (its finals carry
-            // built-in cells), and no source field read.
-            const auto up = static_cast<std::size_t>(def.upstream);
-            if (up >= aggs_.size() || aggs_[up].executor || a.executor)
-                throw Error(sqlstate::kDataCorrupted,
-                            "roll-up \"" + def.name + "\" has no upstream it can read");
-            const Aggregation& u = aggs_[up];
-            a.rollup = rollup_input(up, u.name, u.engine->spec(), u.engine->layout().specs(),
-                                    u.lag(), def.spec, def.aggregates);
-            a.value_index.assign(def.aggregates.size(), -1);
-            a.values.resize(def.aggregates.size());
-            aggs_.push_back(std::move(a));
-            continue;
-        }
-        for (const auto& s : def.aggregates) {
-            int idx = -1;
-            for (std::size_t i = 0; i < paths.size(); ++i)
-                if (!s.field.empty() && paths[i] == s.field) idx = static_cast<int>(i);
-            a.value_index.push_back(idx);
-            if (plan_ && idx >= 0 &&
-                std::find(value_cols_.begin(), value_cols_.end(), idx) == value_cols_.end())
-                value_cols_.push_back(idx);
-        }
+    for (const auto& def : config.aggregations) add_aggregation(def);
+}
+
+// One aggregation's engine and how it reads the records (the constructor's, and an adoption's).
+void RecordPath::add_aggregation(const RecordPathConfig::Aggregation& def) {
+    Aggregation a;
+    a.name = def.name;
+    a.engine = std::make_unique<core::WindowedAggregation>(
+        def.spec, def.aggregates, def.emit, def.retention, def.segment_interval, def.external);
+    if (def.committed_emit) a.engine->restore_committed_under(*def.committed_emit);
+    a.executor = def.external != nullptr;
+    if (def.upstream >= 0) {
+        // README "Roll-ups": an upstream listed before it, on the fast path (its finals carry
+        // built-in cells), and no source field read.
+        const auto up = static_cast<std::size_t>(def.upstream);
+        if (up >= aggs_.size() || aggs_[up].executor || a.executor)
+            throw Error(sqlstate::kDataCorrupted,
+                        "roll-up \"" + def.name + "\" has no upstream it can read");
+        const Aggregation& u = aggs_[up];
+        a.rollup = rollup_input(up, u.name, u.engine->spec(), u.engine->layout().specs(), u.lag(),
+                                def.spec, def.aggregates);
+        a.value_index.assign(def.aggregates.size(), -1);
         a.values.resize(def.aggregates.size());
         aggs_.push_back(std::move(a));
+        return;
     }
+    for (const auto& s : def.aggregates) {
+        int idx = -1;
+        for (std::size_t i = 0; i < fields_.size(); ++i)
+            if (!s.field.empty() && fields_[i] == s.field) idx = static_cast<int>(i);
+        a.value_index.push_back(idx);
+        if (plan_ && idx >= 0 &&
+            std::find(value_cols_.begin(), value_cols_.end(), idx) == value_cols_.end())
+            value_cols_.push_back(idx);
+    }
+    a.values.resize(def.aggregates.size());
+    aggs_.push_back(std::move(a));
+}
+
+bool RecordPath::adopt_aggregation(const RecordPathConfig::Aggregation& def) {
+    if (exec_ || def.external != nullptr || def.upstream >= 0) return false;
+    for (const auto& s : def.aggregates)
+        if (!s.field.empty() && std::find(fields_.begin(), fields_.end(), s.field) == fields_.end())
+            return false;  // the lane does not read it
+    drain();               // the staged records are the others' (none after a commit)
+    add_aggregation(def);
+    return true;
 }
 
 RecordPath::~RecordPath() = default;

@@ -8,8 +8,8 @@
 #
 # BACKFILL_KILLS=1 (the scenario backfill_kill9 runs it so): the worker gets SIGKILL several times
 # while agg_b and agg_c backfill, and right when a backfill has asked its source to hold (the
-# hand-over); crash recovery restarts every worker from its committed state. The sinks must
-# still be exact.
+# hand-over), and right after the source's worker adopted a joined aggregation; crash recovery
+# restarts every worker from its committed state. The sinks must still be exact.
 #
 # Also measured (printed, and bounded by BACKFILL_FRESH_MAX_MS when set): while the backfill of
 # the large history runs, a small chunk produced reaches the committed positions of the source's
@@ -80,7 +80,13 @@ if [ "$KILLS" = 1 ]; then
         held=
         deadline=$(($(date +%s) + 60))
         while (($(date +%s) < deadline)); do
-            held=$(psql_try -c "SELECT a.aggregation_name FROM stoatflow.backfill b JOIN stoatflow.aggregation a USING (aggregation_id)
+            # Waited for in one session (the hand-over lasts about a second): no psql start-up
+            # between looks.
+            held=$(psql_try -c "DO \$\$ DECLARE t timestamptz := clock_timestamp(); BEGIN
+                    WHILE NOT EXISTS (SELECT 1 FROM stoatflow.backfill WHERE hold_requested) AND
+                          EXISTS (SELECT 1 FROM stoatflow.backfill) AND
+                          clock_timestamp() < t + interval '10 seconds' LOOP PERFORM pg_sleep(0.002); END LOOP;
+                END \$\$" -c "SELECT a.aggregation_name FROM stoatflow.backfill b JOIN stoatflow.aggregation a USING (aggregation_id)
                                  WHERE b.hold_requested LIMIT 1" || true)
             [ -n "$held" ] && break
             [ "$(backfilling)" = 0 ] && break
@@ -98,6 +104,25 @@ if [ "$KILLS" = 1 ]; then
         fi
         wait_worker ""
     done
+    # And right after the source's worker took a joined aggregation into its running pipeline
+    # (before it committed with it): it restarts from what is committed, like any worker.
+    adopted() { grep -c 'joined the running pipeline' "$SERVER_LOG" || true; }
+    n0=$(adopted)
+    deadline=$(($(date +%s) + 60))
+    while (($(date +%s) < deadline)) && [ "$(adopted)" = "$n0" ]; do
+        [ "$(backfilling)" = 0 ] && break
+        sleep 0.02
+    done
+    if [ "$(adopted)" != "$n0" ]; then
+        pid=$(worker_pid)
+        if [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; then
+            KILLED_PIDS+=("$pid")
+            log "adoption kill: SIGKILL source worker $pid right after it adopted a joined aggregation"
+        fi
+        wait_worker ""
+    else
+        log "adoption kill: no aggregation joined the running pipeline now ($n0 before; or restarted instead)"
+    fi
     ((${#KILLED_PIDS[@]} >= 3 && handover_kills >= 1)) ||
         fail "the kills missed the backfill: ${#KILLED_PIDS[@]} kills, $handover_kills at the hand-over (need >= 3 and >= 1)"
 fi

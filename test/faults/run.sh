@@ -21,6 +21,10 @@
 #                      (SINK_FUZZ_SECONDS, default 40; SINK_FUZZ_SEED to replay)
 #   backfill           aggregations added to a running source backfill, siblings stay fresh
 #   backfill_kill9     the same with kill -9 during the backfill and the hand-over
+#   backfill_handover  a backfill of 200,000 events joins while records keep arriving: the
+#                      sibling's commits stay under 2 s behind across the join (no restart)
+#   backfill_hold_stall  the backfill worker stopped at the hold: the source releases it within
+#                      10 s and goes on; the backfill asks again and joins; sinks exact
 #   rollup_kill9       roll-up chains (1 min -> 10 min -> 1 h) across kill -9: equal to the direct
 #                      aggregations, late records dropped alike
 #   registry_outage    the schema registry down, then 500, then slow under an Avro source: status
@@ -52,7 +56,7 @@ cd "$repo"
 
 SCENARIO_TIMEOUT=${SCENARIO_TIMEOUT:-300}   # seconds, hard bound per scenario
 all=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit memory_states user_code sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e broker_kill topic_deleted transactions start_from
-    partitions_added retention progress skewed_backlog)
+    partitions_added retention progress skewed_backlog backfill_handover backfill_hold_stall)
 extra=()
 if (($#)); then scenarios=("$@"); else scenarios=("${all[@]}"); fi
 for s in "${scenarios[@]}"; do
@@ -84,7 +88,7 @@ kafka)
 esac
 export STOATFLOW_TEST_BROKER=$broker
 if ((!$#)) && [ "$broker" = mock ]; then
-    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e skewed_backlog) # the rest need kafka
+    scenarios=(kill9 restart_immediate broker_down sigterm pause_restart drop_group memory_limit sink_fuzz backfill backfill_kill9 rollup_kill9 registry_outage formats_e2e skewed_backlog backfill_hold_stall) # the rest need kafka
 fi
 
 passed=0

@@ -164,6 +164,18 @@ public:
         next_offsets_[tp] = next_offset;
     }
     void restore_window(std::size_t aggregation, const core::WindowStateRow& row);
+    // A backfill joining a running source (README "Backfill and start_from"): one more
+    // aggregation, after the commit at the hand-over's positions (so nothing of the others is
+    // staged), its windows then restored with restore_window; the others' engines, positions
+    // and watermark stay. False (nothing changed) when the path cannot take it as it is: in
+    // executor mode, run by the executor, a roll-up, or reading a field the lane does not
+    // read; then the path is built anew.
+    bool adopt_aggregation(const RecordPathConfig::Aggregation& def);
+    // The commit sequence the next snapshot counts on from, raised to `seq` (a joined
+    // backfill's commits were numbered past the source's).
+    void raise_commit_seq(std::int64_t seq) {
+        if (seq > commit_seq_) commit_seq_ = seq;
+    }
     // README "Roll-ups": a roll-up that never committed starts from its upstream's sink. One
     // final upstream window (key, window_start, per roll-up aggregate the value it reads) is
     // folded when the roll-up reads it (a tile) and a roll-up window holding it is still open;
@@ -388,7 +400,12 @@ private:
                                std::size_t key_len, core::Millis kafka_ts,
                                const format::KafkaHeader* headers, std::size_t header_count) const;
 
+    void add_aggregation(const RecordPathConfig::Aggregation& def);
+
     std::vector<Aggregation> aggs_;
+    // What an aggregate's field is looked up in: the decoder's value paths (0.1), or with
+    // columns, every column's name.
+    std::vector<std::string> fields_;
     std::vector<Staged> staged_records_ = std::vector<Staged>(kStageRecords);
     std::size_t staged_ = 0;
     std::vector<std::string> topics_;

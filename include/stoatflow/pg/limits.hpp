@@ -67,7 +67,12 @@ constexpr long kIdleCheckMs = 200;
 // behind them it may be when it asks the source's worker to hold: the hold lasts that last
 // stretch only, so the source's other aggregations stay fresh.
 constexpr long kBackfillLookMs = 200;
-constexpr std::int64_t kBackfillHoldLag = 20000;
+constexpr std::int64_t kBackfillHoldLag = 5000;
+// A source worker holding for a backfill looks this often whether it joined; a hold not
+// followed by the join within kBackfillHoldMaxMs (the backfill worker died or stalls) is
+// released, and the backfill asks again.
+constexpr long kHoldLookMs = 50;
+constexpr long kBackfillHoldMaxMs = 10000;
 // A failed worker retries after 1 s, doubling up to 30 s.
 constexpr std::int64_t kFailureRetryFirstMs = 1000;
 constexpr std::int64_t kFailureRetryMaxMs = 30000;

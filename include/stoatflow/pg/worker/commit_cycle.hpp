@@ -66,6 +66,11 @@ flow::RecordPathConfig record_path_config(const SourceDef& source,
                                           const RowType* row_type = nullptr,
                                           const ExecSet* exec = nullptr);
 
+// One aggregation as the record path runs it.
+flow::RecordPathConfig::Aggregation
+path_aggregation(const AggregationDef& a, std::shared_ptr<core::ExternalAggregates> external,
+                 int upstream);
+
 class CommitCycle {
 public:
     // In a transaction: a source with columns resolves its row type here.
@@ -84,6 +89,15 @@ public:
     // Reads committed offsets, the watermark and every aggregation's live windows (SPI connected).
     void restore();
 
+    // In a transaction, once a backfill joined the source (README "Backfill and start_from"):
+    // its aggregation joins this running cycle, restored from its state tables as the backfill
+    // committed them; the others' engines, positions and watermark stay, and the commit sequence
+    // counts on past the backfill's. Right after a commit with nothing consumed since (the
+    // hand-over's positions). False (nothing changed) when the path cannot take it
+    // (flow::RecordPath::adopt_aggregation: executor mode, an executor aggregation, a roll-up, a
+    // field the lane does not read): the worker then builds its pipeline anew.
+    bool adopt(AggregationDef def);
+
     // A backfill (README "Backfill and start_from"): this cycle runs the one aggregation
     // `aggregation_id`; its watermark and positions are its own (stoatflow.backfill,
     // stoatflow.backfill_offset), restored and written instead of the source's; dead letters and
@@ -92,7 +106,8 @@ public:
     std::int32_t backfill() const { return backfill_; }
     // The next write joins the aggregation to its source: the backfill row goes (with its
     // positions), in the same transaction as its last state.
-    void set_joining() { joining_ = true; }
+    void set_joining(bool joining) { joining_ = joining; }
+    bool joining() const { return joining_; }
 
     // Writes everything since the last commit into the current transaction:
     // write(take_snapshot(now)).
@@ -131,6 +146,8 @@ private:
         std::int64_t state_rows = 0, state_bytes = 0;
         core::Millis freshness_lag = -1;  // of the last commit that closed windows
     };
+    void restore_aggregation(std::size_t i);
+    void note_value_columns(const AggregationDef& a);
     void write_aggregation(std::size_t i, const flow::CommitSnapshot& snap, CommitCounts& counts);
     [[noreturn]] void memory_exceeded() const;  // throws MemoryLimitExceeded naming the largest
     void write_dead_letters(const flow::CommitSnapshot& snap);

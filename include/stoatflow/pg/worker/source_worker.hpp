@@ -87,6 +87,10 @@ private:
     bool reached(core::TopicPartition tp);
     bool backfill_row_locked();
     bool hold_pending();
+    void begin_hold();
+    bool hold_over();
+    bool hold_expired();
+    bool adopt_joined(const std::string& signature, bool* adopted);
 
     std::int32_t source_id_;
     // A backfill worker's (backfill_ != 0): its aggregation, the source's committed positions it
@@ -99,6 +103,10 @@ private:
     std::set<core::TopicPartition> to_park_;
     core::Millis holds_checked_at_ = 0;  // a source worker: when it last looked for a hold
     bool hold_requested_ = false, held_ = false, joined_ = false;
+    // A source worker holding for a backfill with its pipeline kept (hold_over), since when; and
+    // a commit about to answer a hold (it consumes nothing while it is written).
+    bool holding_ = false, hold_expected_ = false;
+    core::Millis holding_since_ = 0;
     core::Millis limits_read_at_ = 0;
     const flow::Clock& clock_;
     std::unique_ptr<CommitCycle> pipeline_;

@@ -78,10 +78,23 @@ flow::RecordPathConfig record_path_config(const SourceDef& src,
             throw Error(sqlstate::kDataCorrupted,
                         "roll-up \"" + a.name + "\" is run without its upstream aggregation");
         cfg.aggregations.push_back(
-            {a.name, a.spec, a.aggregates, a.emit, a.retention, a.segment_interval,
-             exec != nullptr ? exec->external[i] : nullptr, a.committed_emit, upstream});
+            path_aggregation(a, exec != nullptr ? exec->external[i] : nullptr, upstream));
     }
     return cfg;
+}
+
+flow::RecordPathConfig::Aggregation
+path_aggregation(const AggregationDef& a, std::shared_ptr<core::ExternalAggregates> external,
+                 int upstream) {
+    return {a.name,
+            a.spec,
+            a.aggregates,
+            a.emit,
+            a.retention,
+            a.segment_interval,
+            std::move(external),
+            a.committed_emit,
+            upstream};
 }
 
 CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregations,
@@ -94,15 +107,7 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
         key_column_ = source_.key_path.empty() ? "kafka_key" : source_.key_path;
         time_column_ =
             source_.event_time_path.empty() ? "kafka_timestamp" : source_.event_time_path;
-        for (const auto& a : aggregations)
-            for (const auto& s : a.aggregates) {
-                // A roll-up's fields name its upstream's columns (README "Roll-ups").
-                const int c =
-                    s.field.empty() || a.upstream_id != 0 ? -1 : row_->type().index_of(s.field);
-                if (c >= 0 && std::find(value_columns_.begin(), value_columns_.end(), c) ==
-                                  value_columns_.end())
-                    value_columns_.push_back(c);
-            }
+        for (const auto& a : aggregations) note_value_columns(a);
         // Executor mode converts only what is read: the event time, the fast path's key and
         // values, and the executors' columns (make_exec marked those).
         if (exec_) {
@@ -119,6 +124,17 @@ CommitCycle::CommitCycle(SourceDef source, std::vector<AggregationDef> aggregati
     for (auto& def : aggregations) {
         SegmentStore segments(def.id, def.segment_interval, def.retention);
         aggs_.push_back({std::move(def), std::move(segments), SinkWriter{}, {}, 0, 0, -1});
+    }
+}
+
+// With columns: the columns an aggregation's aggregates read (converted by decode_row).
+void CommitCycle::note_value_columns(const AggregationDef& a) {
+    for (const auto& s : a.aggregates) {
+        // A roll-up's fields name its upstream's columns (README "Roll-ups").
+        const int c = s.field.empty() || a.upstream_id != 0 ? -1 : row_->type().index_of(s.field);
+        if (c >= 0 &&
+            std::find(value_columns_.begin(), value_columns_.end(), c) == value_columns_.end())
+            value_columns_.push_back(c);
     }
 }
 
@@ -174,41 +190,7 @@ void CommitCycle::restore() {
         path_.restore_offset({t, static_cast<std::int32_t>(*spi_int64(r, 2))}, *spi_int64(r, 3));
     }
 
-    for (std::size_t i = 0; i < aggs_.size(); ++i) {
-        Aggregation& a = aggs_[i];
-        if (spi_exec(
-                "SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
-                "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written, filtered "
-                "FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
-                {arg_int32(a.def.id)}) > 0) {
-            a.base.records_in = *spi_int64(0, 1);
-            a.base.dropped_late_window = *spi_int64(0, 2);
-            a.base.dropped_late_session = *spi_int64(0, 3);
-            a.base.windows_emitted = *spi_int64(0, 4);
-            a.base.windows_reemitted = *spi_int64(0, 5);
-            a.base.sessions_merged = *spi_int64(0, 6);
-            a.state_rows = *spi_int64(0, 7);
-            a.state_bytes = *spi_int64(0, 8);
-            a.base.filtered = *spi_int64(0, 9);
-        }
-        a.sink.restore(a.def.id);
-        a.segments.load();
-        // An executor aggregation's states are read back by its owner's receive and
-        // deserialization functions: the rows are read as the worker (the state tables are
-        // not the owner's), then restored in the owner's sandbox.
-        if (path_.layout(i).external() == nullptr) {
-            a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) {
-                path_.restore_window(i, row);
-            });
-            continue;
-        }
-        std::vector<core::WindowStateRow> rows;
-        a.segments.read_windows(path_.layout(i),
-                                [&](const core::WindowStateRow& row) { rows.push_back(row); });
-        run_as_owner(a.def.owner, [&] {
-            for (const auto& row : rows) path_.restore_window(i, row);
-        });
-    }
+    for (std::size_t i = 0; i < aggs_.size(); ++i) restore_aggregation(i);
     // README "Roll-ups": one added to a running upstream starts from the upstream's sink.
     if (backfill_ == 0)
         for (std::size_t i = 0; i < aggs_.size(); ++i)
@@ -217,6 +199,62 @@ void CommitCycle::restore() {
                          "OPERATOR(pg_catalog.=) $1 AND p.last_commit_at IS NULL",
                          {arg_int32(aggs_[i].def.id)}) > 0)
                 seed_rollup(i);
+}
+
+// One aggregation's committed counters, sink, segments and live windows (restore(), adopt()).
+void CommitCycle::restore_aggregation(std::size_t i) {
+    Aggregation& a = aggs_[i];
+    if (spi_exec(
+            "SELECT records_in, dropped_late_window, dropped_late_session, windows_emitted, "
+            "windows_reemitted, sessions_merged, state_rows_written, state_bytes_written, filtered "
+            "FROM stoatflow.aggregation_progress WHERE aggregation_id OPERATOR(pg_catalog.=) $1",
+            {arg_int32(a.def.id)}) > 0) {
+        a.base.records_in = *spi_int64(0, 1);
+        a.base.dropped_late_window = *spi_int64(0, 2);
+        a.base.dropped_late_session = *spi_int64(0, 3);
+        a.base.windows_emitted = *spi_int64(0, 4);
+        a.base.windows_reemitted = *spi_int64(0, 5);
+        a.base.sessions_merged = *spi_int64(0, 6);
+        a.state_rows = *spi_int64(0, 7);
+        a.state_bytes = *spi_int64(0, 8);
+        a.base.filtered = *spi_int64(0, 9);
+    }
+    a.sink.restore(a.def.id);
+    a.segments.load();
+    // An executor aggregation's states are read back by its owner's receive and
+    // deserialization functions: the rows are read as the worker (the state tables are
+    // not the owner's), then restored in the owner's sandbox.
+    if (path_.layout(i).external() == nullptr) {
+        a.segments.read_windows(path_.layout(i), [&](const core::WindowStateRow& row) {
+            path_.restore_window(i, row);
+        });
+        return;
+    }
+    std::vector<core::WindowStateRow> rows;
+    a.segments.read_windows(path_.layout(i),
+                            [&](const core::WindowStateRow& row) { rows.push_back(row); });
+    run_as_owner(a.def.owner, [&] {
+        for (const auto& row : rows) path_.restore_window(i, row);
+    });
+}
+
+// README "Backfill and start_from": the source worker adopts a joined backfill's aggregation
+// without rebuilding the others. The backfill's join raised the source's commit_seq past its
+// own commits; the path counts on from there, so the state rows written next are the newest.
+bool CommitCycle::adopt(AggregationDef def) {
+    if (backfill_ != 0 || def.executor || def.upstream_id != 0 ||
+        !path_.adopt_aggregation(path_aggregation(def, nullptr, -1)))
+        return false;
+    if (row_) note_value_columns(def);
+    SegmentStore segments(def.id, def.segment_interval, def.retention);
+    aggs_.push_back({std::move(def), std::move(segments), SinkWriter{}, {}, 0, 0, -1});
+    restore_aggregation(aggs_.size() - 1);
+    if (spi_exec("SELECT commit_seq FROM stoatflow.source_progress WHERE source_id "
+                 "OPERATOR(pg_catalog.=) $1",
+                 {arg_int32(source_.id)}) > 0 &&
+        !spi_isnull(0, 1))
+        path_.raise_commit_seq(*spi_int64(0, 1));
+    return true;
 }
 
 namespace {

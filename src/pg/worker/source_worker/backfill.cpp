@@ -5,7 +5,9 @@
 #include "stoatflow/core/error.hpp"
 
 #include <algorithm>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "stoatflow/pg/border/spi.hpp"
 #include "stoatflow/pg/limits.hpp"
@@ -31,10 +33,131 @@ bool SourceWorker::source_held() {
                     {arg_int32(source_id_)}) > 0;
 }
 
+// README "Backfill and start_from": a hold the backfill did not join within kBackfillHoldMaxMs
+// of the source worker answering it (or, after a restart, seeing it) is released, in the
+// caller's transaction. A join in flight holds its row (backfill_row_locked): this waits for
+// it, and then finds the row gone. True if it released one.
+bool SourceWorker::hold_expired() {
+    const core::Millis now = clock_.now();
+    if (holding_since_ == 0) holding_since_ = now;
+    if (now - holding_since_ < kBackfillHoldMaxMs) return false;
+    const auto n =
+        spi_exec("UPDATE stoatflow.backfill SET held = false, hold_requested = false WHERE "
+                 "source_id OPERATOR(pg_catalog.=) $1 AND held",
+                 {arg_int32(source_id_)});
+    if (n == 0) return false;
+    const double ms = static_cast<double>(now - holding_since_);
+    pg_call([&] {
+        elog(LOG,
+             "stoatflow source %d: released the hold of a backfill that did not join within "
+             "%.0f ms; consuming on (the backfill asks again)",
+             source_id_, ms);
+    });
+    holding_since_ = 0;
+    return true;
+}
+
 bool SourceWorker::hold_pending() {
     return spi_exec("SELECT 1 FROM stoatflow.backfill WHERE source_id OPERATOR(pg_catalog.=) $1 "
                     "AND hold_requested AND NOT held LIMIT 1",
                     {arg_int32(source_id_)}) > 0;
+}
+
+// The hold answered at a commit after which nothing was consumed: the pipeline and the consumer
+// (assigned, not polled) wait as they are, at the positions the backfill reads up to.
+void SourceWorker::begin_hold() {
+    holding_ = true;
+    quiet_progress();
+}
+
+// While holding (every kHoldLookMs): true once no backfill of the source is held any more (it
+// joined, or its aggregation was dropped). Then, in the same transaction, a joined aggregation is
+// adopted into the running pipeline (adopt_joined); if the aggregations changed otherwise, or
+// the pipeline cannot take it, the pipeline is dropped and the next start builds it anew from
+// the committed state, as before any change of the aggregations.
+bool SourceWorker::hold_over() {
+    bool over = false, adopted = false, joined = false;
+    std::string sig;
+    const double ms = static_cast<double>(clock_.now() - holding_since_);
+    in_transaction([&] {
+        if (source_held() && !hold_expired()) return;
+        over = true;
+        sig = aggregation_signature();
+        adopted = source_exists() && adopt_joined(sig, &joined);
+    });
+    if (!over) return false;
+    holding_ = false;
+    holding_since_ = 0;
+    if (!adopted) {
+        drop_pipeline();
+        return true;
+    }
+    signature_ = sig;
+    claim_progress();
+    progress_quiet_ = false;
+    status_moved_ = true;
+    commit_timer_.committed(clock_.now());
+    if (!joined) return true;  // released (hold_expired), or the held aggregation dropped
+    pg_call([&] {
+        elog(LOG,
+             "stoatflow source %d: held %.0f ms for a backfill's join; its other aggregations "
+             "ran on without a restart",
+             source_id_, ms);
+    });
+    return true;
+}
+
+namespace {
+
+// A signature's entries (aggregation_signature: "id:params,...", then ";paused" when paused).
+std::vector<std::string> signature_entries(const std::string& sig, std::string* rest) {
+    const auto semi = sig.find(';');
+    const std::string list = sig.substr(0, semi);
+    *rest = semi == std::string::npos ? std::string() : sig.substr(semi);
+    std::vector<std::string> out;
+    for (std::size_t at = 0; at < list.size();) {
+        const auto comma = std::min(list.find(',', at), list.size());
+        out.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+// In hold_over's transaction: the aggregations now are the running ones plus those that joined
+// (each unchanged otherwise): the joined ones are added to the running pipeline, restored from
+// their state as the backfill committed it (CommitCycle::adopt). True if the pipeline runs on;
+// false: it must be built anew (another change, or one the pipeline cannot take: executor mode,
+// a field its lane does not read).
+bool SourceWorker::adopt_joined(const std::string& signature, bool* adopted) {
+    std::string was_rest, now_rest;
+    const auto was = signature_entries(signature_, &was_rest);
+    const auto now = signature_entries(signature, &now_rest);
+    if (was_rest != now_rest) return false;
+    std::set<std::string> before(was.begin(), was.end());
+    std::set<std::int32_t> joined;
+    for (const auto& e : now) {
+        if (before.erase(e) != 0) continue;
+        joined.insert(static_cast<std::int32_t>(std::stol(e.substr(0, e.find(':')))));
+    }
+    if (!before.empty()) return false;  // one changed or was dropped meanwhile
+    if (joined.empty()) return true;    // the held backfill's aggregation was dropped
+    std::vector<AggregationDef> defs;
+    for (auto& a : load_aggregations(source_id_))
+        if (joined.count(a.id)) defs.push_back(std::move(a));
+    if (defs.size() != joined.size()) return false;
+    std::string names;
+    for (auto& d : defs) {
+        names += (names.empty() ? "\"" : ", \"") + d.name + "\"";
+        if (!pipeline_->adopt(std::move(d))) return false;
+    }
+    pg_call([&] {
+        elog(LOG, "stoatflow source %d: aggregation %s joined the running pipeline", source_id_,
+             names.c_str());
+    });
+    *adopted = true;
+    return true;
 }
 
 // ---- the backfill worker ----
@@ -86,6 +209,18 @@ std::int64_t SourceWorker::backfill_start(const SourceDef& src, kafka::Consumer&
 void SourceWorker::read_limits() {
     bool gone = false;
     in_transaction([&] {
+        // Where the hand-over stands first: each statement sees what was committed when it
+        // started, and the source's worker holds in the transaction that commits the positions
+        // it holds at, so positions read after `held` are those (or later ones, when the hold
+        // was released meanwhile: then the join is refused under its row lock).
+        if (spi_exec("SELECT hold_requested, held FROM stoatflow.backfill WHERE aggregation_id "
+                     "OPERATOR(pg_catalog.=) $1",
+                     {arg_int32(backfill_)}) == 0) {
+            gone = true;
+            return;
+        }
+        hold_requested_ = spi_bool(0, 1).value_or(false);
+        held_ = spi_bool(0, 2).value_or(false);
         const auto n =
             spi_exec("SELECT topic, partition, next_offset FROM "
                      "stoatflow.partition_offset WHERE source_id OPERATOR(pg_catalog.=) $1",
@@ -96,14 +231,6 @@ void SourceWorker::read_limits() {
             limit_[{static_cast<std::int32_t>(t - topics_.begin()),
                     static_cast<std::int32_t>(*spi_int64(r, 2))}] = *spi_int64(r, 3);
         }
-        if (spi_exec("SELECT hold_requested, held FROM stoatflow.backfill WHERE aggregation_id "
-                     "OPERATOR(pg_catalog.=) $1",
-                     {arg_int32(backfill_)}) == 0) {
-            gone = true;
-            return;
-        }
-        hold_requested_ = spi_bool(0, 1).value_or(false);
-        held_ = spi_bool(0, 2).value_or(false);
     });
     limits_read_at_ = clock_.now();
     if (gone) forget_progress();
@@ -154,7 +281,8 @@ bool SourceWorker::backfill_step(core::Millis now) {
             parked_[tp] = limit_of(tp);
         }
     to_park_.clear();
-    if (now - limits_read_at_ >= kBackfillLookMs) {
+    // Waiting for the hold: looked at as often as the source worker looks for the join.
+    if (now - limits_read_at_ >= (hold_requested_ && !held_ ? kHoldLookMs : kBackfillLookMs)) {
         read_limits();
         if (!pipeline_) return true;
     }
@@ -183,6 +311,12 @@ bool SourceWorker::backfill_step(core::Millis now) {
             if (!reached(tp)) behind += limit - pos;
         }
         if (close && behind <= kBackfillHoldLag) {
+            // What it read so far is committed first (a backfill catching up commits seldom):
+            // the join's commit, which the siblings wait for, holds only the last stretch.
+            if (pipeline_->path().records_since_commit() > kBackfillHoldLag) {
+                commit(false);
+                return !pipeline_;
+            }
             in_transaction([&] {
                 spi_exec("UPDATE stoatflow.backfill SET hold_requested = true WHERE "
                          "aggregation_id OPERATOR(pg_catalog.=) $1",
@@ -196,7 +330,7 @@ bool SourceWorker::backfill_step(core::Millis now) {
     // Held: the limits are the positions the source's worker committed last and stays at.
     for (const auto& [tp, h] : high_)
         if (!reached(tp)) return false;
-    pipeline_->set_joining();
+    pipeline_->set_joining(true);
     status_moved_ = true;  // a commit even when nothing changed since the last one
     if (!commit(true)) {
         // Nothing joined: the aggregation or its source was dropped since the limits were read
@@ -205,6 +339,17 @@ bool SourceWorker::backfill_step(core::Millis now) {
         forget_progress();
         drop_pipeline();
         return true;
+    }
+    if (pipeline_ && !pipeline_->joining()) {
+        // The source's worker released the hold first (hold_expired): this commit was one of
+        // the backfill's own; it reads on and asks again.
+        pg_call([&] {
+            elog(LOG,
+                 "stoatflow backfill: aggregation \"%s\": its source's worker released the hold "
+                 "before the join; asking again",
+                 backfill_name_.c_str());
+        });
+        return false;
     }
     joined_ = true;
     forget_progress();
@@ -218,11 +363,21 @@ bool SourceWorker::backfill_step(core::Millis now) {
 }
 
 // In a backfill's commit transaction: its row, locked against a concurrent drop; false if it is
-// gone (then nothing is written).
+// gone (then nothing is written). Also where the hand-over stands, as of the lock: a join only
+// while the hold is in force (the source's worker may have released it: hold_expired).
 bool SourceWorker::backfill_row_locked() {
-    return spi_exec("SELECT 1 FROM stoatflow.backfill WHERE aggregation_id OPERATOR(pg_catalog.=) "
-                    "$1 FOR UPDATE",
-                    {arg_int32(backfill_)}) > 0;
+    if (spi_exec("SELECT hold_requested, held FROM stoatflow.backfill WHERE aggregation_id "
+                 "OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+                 {arg_int32(backfill_)}) == 0)
+        return false;
+    // Not held (released): no join; asked again when close. Held, the limits stay those
+    // read_limits read with it.
+    if (!spi_bool(0, 2).value_or(false)) {
+        held_ = false;
+        hold_requested_ = spi_bool(0, 1).value_or(false);
+        pipeline_->set_joining(false);
+    }
+    return true;
 }
 
 }  // namespace stoatflow::pg

@@ -105,8 +105,11 @@ void SourceWorker::step() {
     if (commit_timer_.due(policy, later, pipeline_->path().records_since_commit(),
                           pipeline_->path().pending_changes(), waiting,
                           pipeline_->path().pending_segments()) ||
-        pipeline_->sink_retry_due(later) || ledger_.applied || hold)
+        pipeline_->sink_retry_due(later) || ledger_.applied || hold) {
+        hold_expected_ = hold;  // nothing consumed past the positions it commits
         commit(false);
+        hold_expected_ = false;
+    }
 }
 
 // One batch from the consumer through the record path; true if records came. Also what the
@@ -242,6 +245,7 @@ bool SourceWorker::commit(bool final) {
     commit_timer_.committed(clock_.now());
     bool rebuild = false;
     bool written = true;
+    bool answered = false;  // a backfill's hold, answered in this commit
     if (changed) {
         // What this commit makes durable is fixed here; while it is written, the next
         // records are already consumed and windowed (not at shutdown: nothing more).
@@ -258,7 +262,7 @@ bool SourceWorker::commit(bool final) {
         status_moved_ = false;
         {
             std::optional<BackgroundStep> consuming;
-            if (!final)
+            if (!final && !hold_expected_)
                 consuming.emplace(
                     [this, &path = pipeline_->path()] { return consume_while_writing(path); });
             CommitCounts counts;
@@ -294,7 +298,7 @@ bool SourceWorker::commit(bool final) {
                     if (sig != signature_) rebuild = true;
                     // A backfill asked to join: its positions are these (README "Backfill and
                     // start_from").
-                    if (backfill_ == 0 && answer_holds()) rebuild = true;
+                    if (backfill_ == 0 && answer_holds()) answered = true;
                 });
             } catch (const CatalogChanged&) {
                 aborted = true;
@@ -316,11 +320,28 @@ bool SourceWorker::commit(bool final) {
         if (backfill_ == 0) consumer_->commit_offsets(snap.next_offsets);
         ledger_.committed(snap.next_offsets);
         ledger_.applied = false;
+        // Consumed while the commit was written (the hold came unexpected): past the hand-over's
+        // positions, so the pipeline is built anew after the join.
+        if (answered && (pipeline_->path().records_since_commit() != 0 ||
+                         pipeline_->path().dead_letters_since_commit() != 0 ||
+                         pipeline_->path().skipped_pending() ||
+                         pipeline_->path().next_offsets() != snap.next_offsets))
+            rebuild = true;
     } else if (!final) {
         in_transaction([&] {
             rebuild = aggregation_signature() != signature_ || !source_exists();
-            if (backfill_ == 0 && answer_holds()) rebuild = true;
+            if (backfill_ == 0 && answer_holds()) answered = true;
         });
+    }
+    // A backfill's hold answered (README "Backfill and start_from"): the pipeline and the
+    // consumer wait as they are, at the committed positions, for the join (hold_over). Executor
+    // mode builds its pipeline anew after it.
+    if (answered && !final) {
+        holding_since_ = clock_.now();  // bounded: hold_expired
+        if (rebuild || pipeline_->executor())
+            rebuild = true;
+        else
+            begin_hold();
     }
     if (status_rule_.committed())
         set_status("running", "");  // a commit went through: the failure is over

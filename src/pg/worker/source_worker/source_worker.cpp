@@ -52,6 +52,11 @@ void SourceWorker::run() {
                     continue;
                 }
             }
+            // Held for a backfill's join (backfill.cpp): nothing is consumed until it is over.
+            if (holding_ && !hold_over()) {
+                wait_ms(kHoldLookMs);
+                continue;
+            }
             if (!pipeline_) {
                 const Start st = start();
                 if (st == Start::Dropped) return;
@@ -86,7 +91,7 @@ void SourceWorker::run() {
             wait_ms(backoff.failed());
         }
     }
-    if (pipeline_ && !joined_) {
+    if (pipeline_ && !joined_ && !holding_) {  // held: committed at the hand-over's positions
         try {
             commit(true);  // graceful shutdown: make durable what was consumed
         } catch (const std::exception& e) {
@@ -108,6 +113,7 @@ void SourceWorker::start_over(const std::string& why) {
 void SourceWorker::drop_pipeline() {
     pipeline_.reset();
     consumer_.reset();
+    holding_ = false;
 }
 
 // A source without aggregations does not consume: records read before the first
@@ -168,7 +174,12 @@ SourceWorker::Start SourceWorker::start() {
                 }
             signature_ = aggregation_signature();
             paused = source_paused();
-            if (backfill_ == 0) held = answer_holds() || source_held();
+            if (backfill_ == 0) {
+                held = answer_holds() || source_held();
+                // Bounded (hold_expired): a backfill that does not join is released.
+                if (held && hold_expired()) held = answer_holds() || source_held();
+                if (!held) holding_since_ = 0;
+            }
         }
     });
     if (!src) return Start::Dropped;
