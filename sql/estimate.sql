@@ -41,7 +41,7 @@ SELECT memory_bytes, disk_bytes FROM stoatflow.estimate(stoatflow.tumbling('1 mi
 -- with the rate: 4000 keys at 100 records a second, 0.025 a key and second. A key's block has
 -- two places with 1 - e^(-0.025 × 15) = 0.3127 (a record in the 10 s after its window's end or
 -- before the commit that lets the window go, 5 s on average): memory
--- ceil(4000 × (1.3127 × 240 + 161)) = 1904203; a commit each 10 s, 6 while records reach
+-- ceil(4000 × (1.3127 × 192 + 161)) = 1652162; a commit each 10 s, 6 while records reach
 -- a window, each with a record of the key with 0.2212: 1.3272 versions a window; at the peak
 -- the windows starting over retention + interval (120 s) before W, the last minute's half
 -- written: (120 / 60 - 60 / 120 + 1 / 2) = 2 windows' worth; rows ceil(4000 × 2 × 1.3272) =
@@ -52,7 +52,7 @@ SELECT memory_bytes, disk_bytes FROM stoatflow.estimate(stoatflow.tumbling('1 mi
 SELECT memory_bytes, disk_bytes FROM stoatflow.estimate(stoatflow.tumbling('1 minute'), 4000);
 -- commit_interval NULL is stoatflow.commit_interval (100 ms in test/pg_regress.conf: 600 commits
 -- reach a window, 600 × (1 - e^(-0.0025)) = 1.4981 versions; rows ceil(4000 × 2 × 1.4981) = 11986,
--- 148 pages; two places with 1 - e^(-0.025 × 10.05): memory 1817286)
+-- 148 pages; two places with 1 - e^(-0.025 × 10.05): memory 1582629)
 SHOW stoatflow.commit_interval;
 SELECT memory_bytes, disk_bytes FROM stoatflow.estimate(stoatflow.tumbling('1 minute'), 4000,
     records_per_second => 100);
