@@ -61,7 +61,7 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
         p.meta_of(tp, offset, key, key_len, kafka_ts, headers, header_count);
     bool meta_filled = false;
     if (e == format::DecodeError::None) {
-        if (reads_metadata(p)) {
+        if (p.reads_metadata_) {
             meta_filled = format::fill_metadata(rows_, r, plan_.paths.size(), meta, detail);
             if (!meta_filled) e = format::DecodeError::InvalidText;
         } else if (!format::metadata_key_valid(meta, detail)) {
@@ -92,16 +92,6 @@ void ColumnsLane::process_row(RecordPath& p, core::TopicPartition tp, std::int64
         return;
     case Verdict::Staged: p.count(tp, offset); p.stage(tp, now);
     }
-}
-
-bool ColumnsLane::reads_metadata(const RecordPath& p) {
-    if (reads_metadata_ < 0) {
-        const auto declared = static_cast<int>(plan_.paths.size());
-        bool reads = plan_.key_col >= declared || plan_.time_col >= declared;
-        for (int c : p.value_cols_) reads = reads || c >= declared;
-        reads_metadata_ = reads ? 1 : 0;
-    }
-    return reads_metadata_ == 1;
 }
 
 ColumnsLane::Verdict ColumnsLane::fast_record(const RecordPath& p, format::Decoded& d,

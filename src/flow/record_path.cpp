@@ -30,6 +30,10 @@ RecordPath::RecordPath(const RecordPathConfig& config)
       watermark_(config.max_out_of_orderness, config.idle_timeout) {
     // Values are looked up by field path (0.1) or, with columns, by column name.
     fields_ = plan_ ? plan_->names : config.decoder.value_paths;
+    if (plan_) {
+        const auto declared = static_cast<int>(plan_->paths.size());
+        reads_metadata_ = plan_->key_col >= declared || plan_->time_col >= declared;
+    }
     if (!plan_)
         json_ = std::make_unique<JsonLane>(config.decoder);
     else if (config.executor)
@@ -68,8 +72,10 @@ void RecordPath::add_aggregation(const RecordPathConfig::Aggregation& def) {
             if (!s.field.empty() && fields_[i] == s.field) idx = static_cast<int>(i);
         a.value_index.push_back(idx);
         if (plan_ && idx >= 0 &&
-            std::find(value_cols_.begin(), value_cols_.end(), idx) == value_cols_.end())
+            std::find(value_cols_.begin(), value_cols_.end(), idx) == value_cols_.end()) {
             value_cols_.push_back(idx);
+            if (idx >= static_cast<int>(plan_->paths.size())) reads_metadata_ = true;
+        }
     }
     a.values.resize(def.aggregates.size());
     aggs_.push_back(std::move(a));

@@ -232,3 +232,30 @@ TEST(RecordPathRows, BadValueIsADeadLetterOfTheAggregationsReadingIt) {
     EXPECT_EQ(snap.aggs[0].stats.records_in, 0);
     EXPECT_EQ(snap.records, 1);
 }
+
+// An aggregation adopted into a running path (README "Backfill and start_from") may read a
+// metadata column none of the others reads: from then on the lane fills them. Before, the lane
+// had decided once, at the first record, that nothing read them, and the adopted aggregation's
+// values were never filled in.
+TEST(RecordPathRows, AdoptedAggregationReadingMetadataGetsItFilled) {
+    RecordPath p(config());  // key user, time ts, sum(amount): no metadata column read
+    feed(p, 0, R"({"user": "a", "ts": "2026-11-30T10:00:01Z", "amount": 5})");
+    (void)p.take_snapshot(0);  // an adoption follows a commit
+    RecordPathConfig::Aggregation a;
+    a.name = "offsets";
+    a.spec = core::WindowSpec::tumbling(60'000, 0);
+    a.aggregates = {{core::AggFn::Sum, "kafka_offset", "offsets"}};
+    a.emit = core::EmitStrategy::OnWindowUpdate;
+    a.retention = 3'600'000;
+    ASSERT_TRUE(p.adopt_aggregation(a));
+    feed(p, 7, R"({"user": "a", "ts": "2026-11-30T10:00:02Z", "amount": 1})");
+    feed(p, 9, R"({"user": "a", "ts": "2026-11-30T10:00:03Z", "amount": 2})");
+    EXPECT_FALSE(p.blocked());
+    const flow::CommitSnapshot snap = p.take_snapshot(1);
+    ASSERT_EQ(snap.aggs.size(), 2u);
+    ASSERT_EQ(snap.aggs[1].out.upserts.size(), 1u);
+    const auto& row = snap.aggs[1].out.upserts[0];
+    EXPECT_EQ(row.key, "a");
+    EXPECT_EQ(p.layout(1).as_text(0, row.cells[0]).value_or("NULL"), "16");
+    EXPECT_EQ(snap.aggs[0].stats.records_in, 3);
+}

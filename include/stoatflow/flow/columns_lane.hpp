@@ -41,9 +41,6 @@ private:
                      std::size_t header_count);
     Verdict fast_record(const RecordPath& path, format::Decoded& d, core::Millis now,
                         DeadReason& reason, std::string& detail);
-    // True when the key, the event time or an aggregated value is a metadata column (asked
-    // once: the aggregations are known by the first record).
-    bool reads_metadata(const RecordPath& path);
 
     const RowPlan& plan_;
     std::unique_ptr<format::RowDecoder> decoder_;  // the source's format
@@ -51,7 +48,6 @@ private:
     // the declared columns of that record converted once (fast_record): checked, then read
     std::vector<format::FastValue> converted_;
     bool blocked_ = false;
-    int reads_metadata_ = -1;  // reads_metadata(): -1 not asked yet
     struct Waiting {
         core::TopicPartition tp;
         std::int64_t offset = 0;

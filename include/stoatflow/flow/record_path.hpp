@@ -411,6 +411,10 @@ private:
     std::vector<std::string> topics_;
     std::optional<RowPlan> plan_;  // with columns
     std::vector<int> value_cols_;  // with columns: the columns an aggregate reads
+    // With columns: the key, the event time or one of value_cols_ is a metadata column (the
+    // columns lane fills them only then). Kept with value_cols_: an adopted aggregation may
+    // read one the others did not.
+    bool reads_metadata_ = false;
     RecordJudge judge_;
     core::Watermark watermark_;
     // Per partition, the last offset that waited for the main thread; and the ends of
