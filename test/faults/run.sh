@@ -40,7 +40,7 @@
 #   partitions_added   Apache Kafka only: partitions added mid-stream are consumed from their start
 #   retention          Apache Kafka only: records deleted before they were read (server down, worker
 #                      frozen): skipped to the log start, counted, one dead letter each
-#   progress           Apache Kafka only: a backlog (PROGRESS_EVENTS, default 5,000,000) caught up and
+#   progress           Apache Kafka only: a backlog (PROGRESS_EVENTS, default 10,000,000) caught up and
 #                      backfilled while the progress columns are sampled: never NULL, lag monotone,
 #                      fresh every 2 s, catching_up → running, eta within 2× of the time left
 #
