@@ -432,6 +432,8 @@ run_one() {
     sql -c "CHECKPOINT" >/dev/null
     [ "$BENCH_PROFILE" = 1 ] && sql -c "SELECT pg_stat_statements_reset()" >/dev/null
     lsn0=$(sql_val "SELECT pg_current_wal_lsn()")
+    # where each core's time goes during (b): per process and per worker thread (cpu_split.py)
+    python3 "$repo/bench/lib/cpu_split.py" snap "$(pg_postmaster_pid)" "$(bench_broker_pid)" >"$work/cpu_before.json" || true
     t0=$(bench_now)
     out=$(sql -At -v brokers="$KAFKA_BROKERS" <<SQL
 BEGIN;
@@ -454,6 +456,10 @@ SQL
     if [ -n "${pid:-}" ] && [ -r "/proc/$pid/stat" ]; then
         record "$wl" "$rep" b_cpu "$(awk -v hz="$clk_tck" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$pid/stat")"
         record "$wl" "$rep" b_start "$(bench_diff "$t0" "$start")"
+        local grp secs
+        while read -r grp secs; do
+            record "$wl" "$rep" "cpu_$grp" "$secs"
+        done < <(python3 "$repo/bench/lib/cpu_split.py" diff "$work/cpu_before.json" "$(pg_postmaster_pid)" "$pid" "$(bench_broker_pid)" || true)
     fi
     out=$(sql_val "SELECT (SELECT coalesce(sum(n), 0) FROM $sink) || ' ' || records_in || ' ' || dropped_late_window
                           || ' ' || dropped_late_session || ' ' || dead_letters || ' ' || (SELECT count(*) FROM $sink)
