@@ -6,7 +6,8 @@
 RESULTS.tsv: workload, rep, metric, value (tab separated). Metrics, in seconds unless noted:
   a = raw consume, b = stoatflow, c_copy = kcat | COPY, c_rollup = INSERT … GROUP BY … ON
   CONFLICT; b_cpu = CPU seconds of the stoatflow source worker; b_start = seconds from the
-  declaration to the worker's backend_start.
+  declaration to the worker's backend_start; cpu_<group> = CPU seconds of one group of processes
+  or worker threads during (b) (bench/lib/cpu_split.py).
 META.tsv: workload, key, value (events, title, targets "b/a>=0.9,b/c>=2.5" or "b>=300000"
 (events/s) or "b/dense>=0.9" (stoatflow's events/s against another workload's, medians; per
 repetition too), ...), and
@@ -65,6 +66,9 @@ def main():
                       "b_state_bytes", "b_state_us_per_row", "b_sink_us_per_row"):
                 if v.get(k) is not None:
                     per[k].append(v[k])
+            for k in v:  # the CPU split of (b): cpu_<group> seconds (bench/lib/cpu_split.py)
+                if k.startswith("cpu_") and v[k] is not None:
+                    per[k].append(v[k])
         rate = {k: [ev / s for s in per[k]] for k in ("a", "b", "c", "c_copy", "c_rollup") if per[k]}
         med = {k: statistics.median(rate[k]) for k in rate}
         title = "%s: %s" % (wl, m.get("title", ""))
@@ -96,6 +100,13 @@ def main():
             extra.append("stoatflow worker CPU %.2f s (median; %.0f%% of its wall time)"
                          % (statistics.median(per["b_cpu"]),
                             100 * statistics.median(per["b_cpu"]) / statistics.median(per["b"])))
+        split = [(k[4:], statistics.median(per[k])) for k in sorted(per) if k.startswith("cpu_") and per[k]]
+        if split:
+            # worker_total holds its threads; the other groups are processes of their own
+            procs = sum(sec for g, sec in split if not g.startswith("worker_") or g == "worker_total")
+            extra.append("CPU seconds during (b), medians (%.1f s in all over %.2f s of wall time, %.2f cores): %s"
+                         % (procs, statistics.median(per["b"]), procs / statistics.median(per["b"]),
+                            ", ".join("%s %.2f" % (g, sec) for g, sec in split if sec >= 0.005)))
         if per["b_start"]:
             extra.append("worker started %.2f s after the declaration (median)" % statistics.median(per["b_start"]))
         if per["b_commits"]:

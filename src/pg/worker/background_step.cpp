@@ -46,6 +46,8 @@ void BackgroundStep::finish() {
 }
 
 void BackgroundStep::run() {
+    // Named so that a CPU split per thread tells it apart (bench/lib/cpu_split.py, top -H).
+    pthread_setname_np(pthread_self(), "sf:consume");
     try {
         // step() returns false when there is nothing it may do now (bounds reached).
         while (!stop_.load(std::memory_order_acquire))
