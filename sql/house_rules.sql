@@ -128,6 +128,14 @@ SELECT tableoid::regclass AS part, key, secs(window_start) AS ws, n FROM by_day 
 SELECT status, last_error, sink_owed FROM stoatflow.stats WHERE aggregation_name = 'deflt';
 SELECT stoatflow.drop_aggregation('deflt');
 DROP TABLE by_day;
+-- a sink partitioned by a column outside its key cannot have the primary key it needs: the
+-- error says why
+CREATE TABLE by_time (key text NOT NULL, window_start timestamptz NOT NULL,
+    window_end timestamptz NOT NULL, n bigint, event_time timestamptz NOT NULL,
+    final boolean NOT NULL DEFAULT false) PARTITION BY RANGE (event_time);
+SELECT stoatflow.create_aggregation('by_time', 'parts', stoatflow.tumbling('1 minute'),
+    'count(*) AS n', 'by_time');
+DROP TABLE by_time;
 SELECT stoatflow.drop_source('parts');
 
 ------------------------------------------------------------------------------------------

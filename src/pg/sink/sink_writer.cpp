@@ -243,10 +243,18 @@ void check_sink_shape(Oid sink, const std::string& display, const std::string& a
         return found;
     });
     if (!unique) {
+        // PostgreSQL allows a unique index on a partitioned table only if it contains the
+        // partition key: a sink partitioned by another column cannot have the one it needs.
+        const std::string partitioned =
+            relkind == RELKIND_PARTITIONED_TABLE
+                ? " A partitioned sink can have it only if it is partitioned by columns of that "
+                  "key: PARTITION BY RANGE (window_start)."
+                : "";
         if (declaring)
             throw Error(sqlstate::kInvalidTableDefinition,
                         subject + " needs a primary key on (" + shape.conflict_target() + ")",
-                        "Every write is an upsert on (" + shape.conflict_target() + ").");
+                        "Every write is an upsert on (" + shape.conflict_target() + ")." +
+                            partitioned);
         throw Error(sqlstate::kInvalidTableDefinition,
                     subject + " has no unique index on (" + shape.conflict_target() + ")",
                     "Every write is an upsert on (" + shape.conflict_target() + "): ALTER TABLE " +
