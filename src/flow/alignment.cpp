@@ -31,4 +31,14 @@ Alignment align(const std::vector<PartitionTime>& parts,
     return a;
 }
 
+MemoryAction memory_action(std::int64_t used, std::int64_t limit, bool draining,
+                           bool drain_pauses) {
+    if (limit <= 0) return MemoryAction::read;
+    if (used > limit) return MemoryAction::stop;
+    if (!drain_pauses)
+        return MemoryAction::read;  // every partition is at the floor: nothing to wait
+    const double from = static_cast<double>(limit) * (draining ? kDrainUntil : kDrainFrom);
+    return static_cast<double>(used) > from ? MemoryAction::drain : MemoryAction::read;
+}
+
 }  // namespace stoatflow::flow

@@ -81,3 +81,30 @@ TEST(Alignment, HostileEventTimesNeitherOverflowNorPauseForever) {
     a = align({part(0, past, false), part(1, future), part(2, 1000, false)}, a.paused, 200, false);
     EXPECT_TRUE(a.paused.empty());
 }
+
+// The window state against stoatflow.worker_memory_limit: drain before the limit, stop past it.
+TEST(MemoryAction, NoLimitOrLowStateReads) {
+    using flow::MemoryAction;
+    EXPECT_EQ(flow::memory_action(1'000'000'000, 0, false, true), MemoryAction::read);
+    EXPECT_EQ(flow::memory_action(750, 1000, false, true), MemoryAction::read);  // exactly 3/4
+    EXPECT_EQ(flow::memory_action(751, 1000, false, true), MemoryAction::drain);
+}
+
+TEST(MemoryAction, DrainsOnlyWhenAPartitionIsAheadAndKeepsDrainingToHalf) {
+    using flow::MemoryAction;
+    EXPECT_EQ(flow::memory_action(900, 1000, false, false), MemoryAction::read);
+    EXPECT_EQ(flow::memory_action(600, 1000, true, true), MemoryAction::drain);  // hysteresis
+    EXPECT_EQ(flow::memory_action(500, 1000, true, true), MemoryAction::read);
+    EXPECT_EQ(flow::memory_action(600, 1000, false, true), MemoryAction::read);
+    // draining, but the partitions came level: nothing would wait, read as usual
+    EXPECT_EQ(flow::memory_action(900, 1000, true, false), MemoryAction::read);
+}
+
+TEST(MemoryAction, PastTheLimitStopsWhateverThePartitions) {
+    using flow::MemoryAction;
+    EXPECT_EQ(flow::memory_action(1001, 1000, true, true), MemoryAction::stop);
+    EXPECT_EQ(flow::memory_action(1001, 1000, false, false), MemoryAction::stop);
+    EXPECT_EQ(flow::memory_action(1000, 1000, false, false),
+              MemoryAction::read);  // at it: not past
+    EXPECT_EQ(flow::memory_action(INT64_MAX, INT64_MAX - 1, false, true), MemoryAction::stop);
+}

@@ -42,4 +42,18 @@ struct Alignment {
 Alignment align(const std::vector<PartitionTime>& parts,
                 const std::set<core::TopicPartition>& paused_before, core::Millis span, bool drain);
 
+// What the worker does with its window state against stoatflow.worker_memory_limit (README
+// "Aligned consumption"), decided on the engines' bytes (`used`) and the limit (<= 0: none):
+// - read: as usual (partitions aligned by the span);
+// - drain: read only the slowest partitions (align(..., drain = true)), so that the watermark
+//   moves and windows close before the limit is reached. Chosen past kDrainFrom of the limit
+//   when draining would pause some partition (`drain_pauses`: a partition is ahead of the
+//   slowest one), kept while the state is above kDrainUntil of the limit (no flapping);
+// - stop: past the limit, whatever the partitions: commit and consume nothing until the limit
+//   or the aggregations change. The limit is a bound, not a point to drain from.
+enum class MemoryAction { read, drain, stop };
+inline constexpr double kDrainFrom = 0.75;
+inline constexpr double kDrainUntil = 0.5;
+MemoryAction memory_action(std::int64_t used, std::int64_t limit, bool draining, bool drain_pauses);
+
 }  // namespace stoatflow::flow

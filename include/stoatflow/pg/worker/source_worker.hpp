@@ -44,6 +44,7 @@ private:
     bool over_memory_limit(core::Millis now);
     // README "Aligned consumption" (align_step.cpp): which partitions wait, and applying it.
     flow::Alignment alignment(bool drain) const;
+    void show_drain(bool drain, std::int64_t used, std::int64_t limit) const;
     void align_consumption();
     bool partitions_added(core::Millis now);
     void set_status(const std::string& status, const std::string& error);

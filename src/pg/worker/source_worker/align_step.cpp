@@ -51,8 +51,9 @@ void SourceWorker::align_consumption() {
             ? std::string("every partition is read again")
             : std::to_string(n) + " of " + std::to_string(high_.size()) +
                   " partitions wait: their event time is ahead of the slowest partition's by " +
-                  (memory_draining_ ? std::string("any amount (over stoatflow.worker_memory_limit)")
-                                    : "more than the alignment span");
+                  (memory_draining_
+                       ? std::string("any amount (window state near stoatflow.worker_memory_limit)")
+                       : "more than the alignment span");
     pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
 }
 

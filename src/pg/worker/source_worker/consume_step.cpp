@@ -31,9 +31,7 @@ namespace stoatflow::pg {
 void SourceWorker::step() {
     const core::Millis now = clock_.now();
     if (over_memory_limit(now)) return;
-    // Draining (README "Aligned consumption") may pass the limit up to twice it.
-    pipeline_->set_memory_limit(static_cast<std::int64_t>(worker_memory_limit_kb) * 1024 *
-                                    (memory_draining_ ? 2 : 1),
+    pipeline_->set_memory_limit(static_cast<std::int64_t>(worker_memory_limit_kb) * 1024,
                                 snapshot_bytes_);
     if (partitions_added(now)) return;
     bool progress = consume(pipeline_->path(), kPollTimeoutMs, now);

@@ -331,6 +331,20 @@ bool SourceWorker::partitions_added(core::Millis now) {
     return true;
 }
 
+// The server log says when draining starts and ends, with the state and the partitions' times
+// at the decision (the slowest partition read and how many wait).
+void SourceWorker::show_drain(bool drain, std::int64_t used, std::int64_t limit) const {
+    const flow::Alignment a = alignment(true);
+    const std::string at = a.floor == core::kNoTime ? std::string("none") : std::to_string(a.floor);
+    const std::string msg =
+        std::string(drain ? "draining: " : "draining ends: ") + "window state of " +
+        megabytes(used) + " against stoatflow.worker_memory_limit (" + megabytes(limit) + "); " +
+        (drain ? std::to_string(a.paused.size()) + " of " + std::to_string(high_.size()) +
+                     " partitions wait, the slowest at event time " + at + " ms is read"
+               : std::string("every partition is read as usual"));
+    pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
+}
+
 // stoatflow.worker_memory_limit (README "Security"): past it, commit what was consumed and stop
 // consuming, with a status naming the limit and the aggregation holding the most state,
 // until the limit is raised (SIGHUP) or aggregations change. A bounded stop beats the
@@ -345,22 +359,19 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
     std::int64_t used = 0;
     for (const auto& a : pipeline_->path().aggregation_memory())
         used += static_cast<std::int64_t>(a.second);
-    if (limit <= 0 || used <= limit) {
-        memory_draining_ = false;
+    // README "Aligned consumption": near the limit, while some partition runs ahead of the
+    // slowest one, only the slowest partitions are read so that the watermark moves and windows
+    // close; past the limit consuming stops (below). The decision is flow::memory_action's.
+    const bool drain_pauses = !alignment(true).paused.empty();
+    const flow::MemoryAction act = flow::memory_action(used, limit, memory_draining_, drain_pauses);
+    if (act != flow::MemoryAction::stop) {
+        const bool drain = act == flow::MemoryAction::drain;
+        if (drain != memory_draining_) show_drain(drain, used, limit);
+        memory_draining_ = drain;
         if (memory_blocked_) {
             memory_blocked_ = false;
             set_status("running", "");
         }
-        return false;
-    }
-    // Over the limit while partitions are far apart in event time (README "Aligned
-    // consumption"): the state is that of the partitions ahead, waiting for the watermark. Only
-    // the slowest partitions are read on, so the watermark moves and windows close; the stop
-    // below is for state that reading on would not free (no partition far behind the others, or
-    // the state still grows to twice the limit).
-    if (!memory_blocked_ && used <= 2 * limit &&
-        (memory_draining_ || !alignment(false).paused.empty())) {
-        memory_draining_ = true;
         return false;
     }
     memory_draining_ = false;
