@@ -8,16 +8,23 @@
 # forever. With it, the partitions ahead wait while partition 0 catches up: the source catches
 # up without a memory stop, its state within the limit (near it only the slowest partitions
 # are read, README "Aligned consumption"), across a kill -9 mid-catch-up, and the sink is exact.
+#
+# The large run (issue target: 10 M events in 48 partitions under the default 1 GB limit), on
+# Apache Kafka, by hand (BENCHMARKS.md "Skewed backlog"):
+#   STOATFLOW_TEST_BROKER=kafka SCENARIO_TIMEOUT=3600 KCAT_TIMEOUT=900 SKEW_PARTITIONS=48 \
+#   SKEW_HOURS=24 SKEW_DENSE=2000000 SKEW_SPARSE=170000 SKEW_LIMIT_KB=1048576 \
+#   SKEW_FETCH_BYTES=1048576 SKEW_KILL_AFTER_S=30 SKEW_CATCHUP_S=1800 \
+#   bash test/faults/run.sh skewed_backlog
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 faults_begin skewed_backlog
-PARTITIONS=24
+PARTITIONS=${SKEW_PARTITIONS:-24}
 HOURS=${SKEW_HOURS:-8}        # event time the stream spans
 DENSE=${SKEW_DENSE:-48000}    # records of partition 0 (about 3 MiB: mock partitions keep ~5 MiB)
 SPARSE=${SKEW_SPARSE:-4800}   # records of each other partition
-KEYS_PER_PARTITION=400
+KEYS_PER_PARTITION=${SKEW_KEYS_PER_PARTITION:-400}
 # Above what the state holds once everything is read (the last hour's windows of every key, about
 # 26 MB: no order of reading frees those); all of the others read first: over it.
 LIMIT_KB=${SKEW_LIMIT_KB:-32768}
@@ -57,7 +64,7 @@ done
 sql "CREATE EXTENSION stoatflow" >/dev/null
 sql "SELECT stoatflow.create_source('$SOURCE', '$TOPIC', '$KAFKA_BROKERS', key => 'user_id',
         event_time => 'ts', max_out_of_orderness => '1 hour',
-        kafka_options => '{\"max.partition.fetch.bytes\": \"16384\"}')" >/dev/null
+        kafka_options => '{\"max.partition.fetch.bytes\": \"${SKEW_FETCH_BYTES:-16384}\"}')" >/dev/null
 sql "SELECT stoatflow.create_aggregation('agg', '$SOURCE', stoatflow.tumbling('1 minute'),
         'count(*) AS n, sum(amount) AS total', '$SINK')" >/dev/null
 wait_worker ""

@@ -23,6 +23,9 @@
 
 namespace stoatflow::pg {
 
+// Bytes as the worker's messages show them: whole megabytes, rounded.
+std::string megabytes(std::int64_t bytes);
+
 class SourceWorker {
 public:
     // backfill: an aggregation id to run the source's worker as that aggregation's backfill
@@ -44,7 +47,7 @@ private:
     bool over_memory_limit(core::Millis now);
     // README "Aligned consumption" (align_step.cpp): which partitions wait, and applying it.
     flow::Alignment alignment(bool drain) const;
-    void show_drain(bool drain, std::int64_t used, std::int64_t limit) const;
+    void show_drain(bool drain, std::int64_t used, std::int64_t limit, core::Millis now);
     void align_consumption();
     bool partitions_added(core::Millis now);
     void set_status(const std::string& status, const std::string& error);
@@ -130,6 +133,7 @@ private:
     bool memory_draining_ = false;
     std::size_t aligned_shown_ = 0;  // partitions paused as last logged
     core::Millis aligned_logged_at_ = 0;
+    core::Millis drain_logged_at_ = 0;
     std::int64_t memory_stopped_at_ = 0;
     std::int64_t snapshot_bytes_ = 0;  // window state the last commit serialized  // memory_stop:
                                        // the limit (bytes) then; 0: not stopped

@@ -57,4 +57,20 @@ void SourceWorker::align_consumption() {
     pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
 }
 
+// The server log says when draining starts and ends (at most one line a minute), with the state
+// and the partitions' times at the decision: the slowest partition read and how many wait.
+void SourceWorker::show_drain(bool drain, std::int64_t used, std::int64_t limit, core::Millis now) {
+    if (drain_logged_at_ != 0 && now - drain_logged_at_ < kAlignLogMs) return;
+    drain_logged_at_ = now;
+    const flow::Alignment a = alignment(true);
+    const std::string at = a.floor == core::kNoTime ? std::string("none") : std::to_string(a.floor);
+    const std::string msg =
+        std::string(drain ? "draining: " : "draining ends: ") + "window state of " +
+        megabytes(used) + " against stoatflow.worker_memory_limit (" + megabytes(limit) + "); " +
+        (drain ? std::to_string(a.paused.size()) + " of " + std::to_string(high_.size()) +
+                     " partitions wait, the slowest at event time " + at + " ms is read"
+               : std::string("every partition is read as usual"));
+    pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
+}
+
 }  // namespace stoatflow::pg

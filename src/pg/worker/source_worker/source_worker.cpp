@@ -30,12 +30,9 @@ PGDLLEXPORT void stoatflow_backfill_worker_main(Datum arg);
 
 namespace stoatflow::pg {
 
-namespace {
-
 std::string megabytes(std::int64_t bytes) {
     return std::to_string((bytes + (1 << 19)) >> 20) + " MB";
 }
-}  // namespace
 
 SourceWorker::SourceWorker(std::int32_t source_id, const flow::Clock& clock, std::int32_t backfill)
     : source_id_(source_id), backfill_(backfill), clock_(clock) {}
@@ -331,20 +328,6 @@ bool SourceWorker::partitions_added(core::Millis now) {
     return true;
 }
 
-// The server log says when draining starts and ends, with the state and the partitions' times
-// at the decision (the slowest partition read and how many wait).
-void SourceWorker::show_drain(bool drain, std::int64_t used, std::int64_t limit) const {
-    const flow::Alignment a = alignment(true);
-    const std::string at = a.floor == core::kNoTime ? std::string("none") : std::to_string(a.floor);
-    const std::string msg =
-        std::string(drain ? "draining: " : "draining ends: ") + "window state of " +
-        megabytes(used) + " against stoatflow.worker_memory_limit (" + megabytes(limit) + "); " +
-        (drain ? std::to_string(a.paused.size()) + " of " + std::to_string(high_.size()) +
-                     " partitions wait, the slowest at event time " + at + " ms is read"
-               : std::string("every partition is read as usual"));
-    pg_call([&] { elog(LOG, "stoatflow source %d: %s", source_id_, msg.c_str()); });
-}
-
 // stoatflow.worker_memory_limit (README "Security"): past it, commit what was consumed and stop
 // consuming, with a status naming the limit and the aggregation holding the most state,
 // until the limit is raised (SIGHUP) or aggregations change. A bounded stop beats the
@@ -366,7 +349,7 @@ bool SourceWorker::over_memory_limit(core::Millis now) {
     const flow::MemoryAction act = flow::memory_action(used, limit, memory_draining_, drain_pauses);
     if (act != flow::MemoryAction::stop) {
         const bool drain = act == flow::MemoryAction::drain;
-        if (drain != memory_draining_) show_drain(drain, used, limit);
+        if (drain != memory_draining_) show_drain(drain, used, limit, now);
         memory_draining_ = drain;
         if (memory_blocked_) {
             memory_blocked_ = false;
