@@ -97,13 +97,16 @@ probe_sql="SELECT 'p', (extract(epoch FROM clock_timestamp()) * 1000)::bigint, s
                   (SELECT (extract(epoch FROM event_time) * 1000)::bigint FROM soak_sink s
                     WHERE s.key = k.key ORDER BY window_start DESC LIMIT 1)
              FROM (SELECT '~probe' || g AS key FROM generate_series(0, $((PARTS - 1))) g) k"
+# pg_partition_tree has no rows for a table that is not partitioned: then the table's own size
+size_sql="SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('soak_sink')),
+                          pg_total_relation_size('soak_sink'))"
 (
     n=0
     while :; do
         sql -At -F ' ' -c "$probe_sql" 2>/dev/null || true
         if ((n % 20 == 0)); then
             printf 's %s %s %s\n' "$(($(date +%s%N) / 1000000))" \
-                "$(sql_val "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('soak_sink')" 2>/dev/null || echo 0)" \
+                "$(sql_val "$size_sql" 2>/dev/null || echo 0)" \
                 "$(awk '/^VmRSS/ { print $2 }' "/proc/$worker/status" 2>/dev/null || echo 0)"
         fi
         n=$((n + 1))
