@@ -5,7 +5,7 @@
 # SOAK_KEYS, into SOAK_PARTITIONS partitions; one caught-up stoatflow source runs a 1-minute
 # tumbling count+sum per user, on_window_update, stoatflow.commit_interval = 1 s. Reported per
 # slice of SOAK_SLICE seconds: the commits' latency (p50, p99, max; from stoatflow.log_commits),
-# the freshness of what the sink shows, the sink's size and the worker's RSS; then the last
+# the freshness of what the sink shows, the sink's size and the worker's private RSS; then the last
 # slice's p99 against the first's.
 #
 # Freshness: with every second's events, each partition also gets one probe event (key
@@ -92,7 +92,8 @@ worker=$(sql_val "SELECT pid FROM pg_stat_activity WHERE backend_type = 'stoatfl
 sleep 1 # the worker has assigned its partitions
 
 # The reader: every 0.25 s the newest probe each partition's row shows; every 5 s the sink's
-# size and the worker's RSS. Lines: "p <read at ms> <partition> <probe ms>", "s <ms> <bytes> <rss kB>".
+# size and the worker's private RSS (RssAnon: VmRSS also counts the shared buffers it touched,
+# up to shared_buffers, 1 GB here). Lines: "p <read at ms> <partition> <probe ms>", "s <ms> <bytes> <rss kB>".
 probe_sql="SELECT 'p', (extract(epoch FROM clock_timestamp()) * 1000)::bigint, substr(key, 7),
                   (SELECT (extract(epoch FROM event_time) * 1000)::bigint FROM soak_sink s
                     WHERE s.key = k.key ORDER BY window_start DESC LIMIT 1)
@@ -107,7 +108,7 @@ size_sql="SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_par
         if ((n % 20 == 0)); then
             printf 's %s %s %s\n' "$(($(date +%s%N) / 1000000))" \
                 "$(sql_val "$size_sql" 2>/dev/null || echo 0)" \
-                "$(awk '/^VmRSS/ { print $2 }' "/proc/$worker/status" 2>/dev/null || echo 0)"
+                "$(awk '/^RssAnon/ { print $2 }' "/proc/$worker/status" 2>/dev/null || echo 0)"
         fi
         n=$((n + 1))
         sleep 0.25
@@ -184,7 +185,7 @@ for (p, probe), seen in first_seen.items():
     i = slot(probe / 1000.0)
     if i is not None:
         fresh[i].append((seen - probe) / 1000.0)
-print("| slice (min) | commits | commit p50 ms | p99 ms | max ms | freshness p50 s | p99 s | probes | sink MB | worker RSS MB |")
+print("| slice (min) | commits | commit p50 ms | p99 ms | max ms | freshness p50 s | p99 s | probes | sink MB | worker private RSS MB |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for i in range(nslices):
     sz = sizes[i] or (0, 0)
