@@ -62,11 +62,7 @@ SELECT stoatflow.create_source('live', 'live', :'brokers', key => 'user_id', eve
 SELECT stoatflow.create_aggregation('live_1m', 'live', stoatflow.tumbling('1 minute'),
                                     'count(*) AS n, sum(amount) AS total', 'live_sink');
 SQL
-for ((i = 0; i < 300; i++)); do
-    [ "$(sql_val "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'stoatflow source live'")" = 1 ] && break
-    sleep 0.1
-done
-sleep 1  # the worker has assigned its partitions
+bench_wait_worker live >/dev/null
 
 bench_log "producing for $SECS s"
 t0=$(bench_now)

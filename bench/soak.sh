@@ -83,13 +83,7 @@ sql <<SQL >/dev/null
 SELECT stoatflow.create_aggregation('soak_1m', 'soak', stoatflow.tumbling('1 minute'),
                                     'count(*) AS n, sum(amount) AS total', 'soak_sink');
 SQL
-for ((i = 0; i < 300; i++)); do
-    [ "$(sql_val "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'stoatflow source soak'")" = 1 ] && break
-    sleep 0.1
-done
-worker=$(sql_val "SELECT pid FROM pg_stat_activity WHERE backend_type = 'stoatflow source soak'")
-[ -n "$worker" ] || bench_die "the source's worker did not start"
-sleep 1 # the worker has assigned its partitions
+worker=$(bench_wait_worker soak)
 
 # The reader: every 0.25 s the newest probe each partition's row shows; every 5 s the sink's
 # size and the worker's private RSS (RssAnon: VmRSS also counts the shared buffers it touched,

@@ -63,6 +63,20 @@ sql_tags() {
 # One value: sql_val "SELECT ..."
 sql_val() { sql -At -c "$1"; }
 
+# bench_wait_worker SOURCE: waits up to 30 s for the source's worker, then 1 s more (it has
+# assigned its partitions); prints the worker's pid.
+bench_wait_worker() {
+    local i pid=""
+    for ((i = 0; i < 300; i++)); do
+        pid=$(sql_val "SELECT pid FROM pg_stat_activity WHERE backend_type = 'stoatflow source $1'")
+        [ -n "$pid" ] && break
+        sleep 0.1
+    done
+    [ -n "$pid" ] || bench_die "the worker of source $1 did not start"
+    sleep 1
+    echo "$pid"
+}
+
 # --- Kafka broker: BENCH_BROKER=mock|kafka ---------------------------------------------------
 # mock   librdkafka's mock cluster (build/stoatflow-mock-broker): no JVM, keeps ~5 MiB of
 #        batches per partition, so the benches spread big topics over many partitions
