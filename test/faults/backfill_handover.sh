@@ -9,9 +9,10 @@
 # the running pipeline (its siblings not restarted).
 #
 # HANDOVER_STALL=1 (the scenario backfill_hold_stall runs it so): the backfill worker is stopped
-# (SIGSTOP) as soon as it asked the source to hold. The source's worker must release the hold
-# within its bound (10 s): a piece produced then is committed by agg within 10 s + STALL_SLACK_MS
-# of the stop. The backfill is continued (SIGCONT), asks again and joins; the sinks are exact.
+# (SIGSTOP) as soon as it asked the source to hold. Once the source holds, a piece is produced;
+# the source's worker must release the hold within its bound (10 s): agg commits the piece within
+# 10 s + STALL_SLACK_MS of the hold. The backfill is continued (SIGCONT), asks again and joins;
+# the sinks are exact.
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -73,8 +74,19 @@ if [ "$STALL" = 1 ]; then
         END \$\$" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'stoatflow backfill agg_b'" || true)
     [ -n "$pid" ] || fail "agg_b joined before it could be stopped at the hold"
     kill -STOP "$pid"
+    log "SIGSTOP backfill worker $pid: it asked to hold"
+    # The source answers the hold at its next commit (a piece produced before that is committed
+    # with it): the stall starts once the hold is held.
+    held_deadline=$(($(date +%s%3N) + 10000))
+    while true; do
+        hold=$(psql_try -c "SELECT coalesce(bool_or(held)::text, 'joined') FROM stoatflow.backfill" || echo "?")
+        [ "$hold" != true ] || break
+        [ "$hold" != joined ] || { kill -CONT "$pid"; fail "agg_b joined before it was stopped (pid $pid)"; }
+        (($(date +%s%3N) < held_deadline)) || { kill -CONT "$pid"; fail "the source did not answer agg_b's hold within 10 s"; }
+        sleep 0.01
+    done
     t0=$(date +%s%3N)
-    log "SIGSTOP backfill worker $pid: it asked to hold ($(psql_try -c "SELECT CASE WHEN held THEN 'held' ELSE 'not held yet' END FROM stoatflow.backfill" || true))"
+    log "the source holds for the stopped backfill"
     produce_piece "$i" || true
     i=$((i + 1))
     deadline=$((t0 + 30000))
@@ -82,9 +94,9 @@ if [ "$STALL" = 1 ]; then
     t1=$(date +%s%3N)
     caught=$([ "$(committed)" = "$PRODUCED" ] && echo yes || echo no)
     kill -CONT "$pid"
-    log "SIGCONT backfill worker $pid; agg committed the piece produced during the stall: $caught, $((t1 - t0)) ms after the stop"
-    [ "$caught" = yes ] || fail "agg did not commit within 30 s of the stop: the hold was not released"
-    (($((t1 - t0)) < 10000 + ${STALL_SLACK_MS:-5000})) || fail "agg took $((t1 - t0)) ms after the stop (bound 10 s)"
+    log "SIGCONT backfill worker $pid; agg committed the piece produced during the stall: $caught, $((t1 - t0)) ms after the hold"
+    [ "$caught" = yes ] || fail "agg did not commit within 30 s of the hold: the hold was not released"
+    (($((t1 - t0)) < 10000 + ${STALL_SLACK_MS:-5000})) || fail "agg took $((t1 - t0)) ms after the hold (bound 10 s)"
     grep -q 'released the hold of a backfill that did not join' "$SERVER_LOG" ||
         fail "no log line of the source's worker releasing the hold"
     wait_caught_up
