@@ -10,9 +10,9 @@
 #
 # HANDOVER_STALL=1 (the scenario backfill_hold_stall runs it so): the backfill worker is stopped
 # (SIGSTOP) as soon as it asked the source to hold. Once the source holds, a piece is produced;
-# the source's worker must release the hold within its bound (10 s): agg commits the piece within
-# 10 s + STALL_SLACK_MS of the hold. The backfill is continued (SIGCONT), asks again and joins;
-# the sinks are exact.
+# the source's worker holds (agg commits nothing for at least 5 s) and releases the hold within
+# its bound (10 s): agg commits the piece within 10 s + STALL_SLACK_MS of the hold. The backfill
+# is continued (SIGCONT), asks again and joins; the sinks are exact.
 set -euo pipefail
 # shellcheck source=test/faults/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -97,6 +97,8 @@ if [ "$STALL" = 1 ]; then
     log "SIGCONT backfill worker $pid; agg committed the piece produced during the stall: $caught, $((t1 - t0)) ms after the hold"
     [ "$caught" = yes ] || fail "agg did not commit within 30 s of the hold: the hold was not released"
     (($((t1 - t0)) < 10000 + ${STALL_SLACK_MS:-5000})) || fail "agg took $((t1 - t0)) ms after the hold (bound 10 s)"
+    # ... and not before the release: while it holds, the source consumes nothing.
+    (($((t1 - t0)) >= 5000)) || fail "agg committed the piece $((t1 - t0)) ms after the hold: the source did not hold"
     grep -q 'released the hold of a backfill that did not join' "$SERVER_LOG" ||
         fail "no log line of the source's worker releasing the hold"
     wait_caught_up
