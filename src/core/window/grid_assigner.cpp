@@ -20,10 +20,10 @@ void GridAssigner::assign(WindowStore::KeyIt kit, Millis t, const Value* values,
     }
     // Hopping: the record's windows are consecutive in the key's windows (starts
     // descending by advance), so one search finds the newest and the rest are neighbours.
-    std::size_t pos = m.empty() || m.back().start <= floor_to(t, spec.advance)
-                          ? m.size()
-                          : WindowStore::upper_index(m, floor_to(t, spec.advance));
-    grid_.for_each(t, [&](Window win) {
+    const Millis newest = floor_to(t, spec.advance);
+    std::size_t pos =
+        m.empty() || m.back().start <= newest ? m.size() : WindowStore::upper_index(m, newest);
+    grid_.for_each_from(newest, t, [&](Window win) {
         if (spec.is_closed(win.end, w)) {
             ++stats.dropped_late_window;
             return;

@@ -9,13 +9,13 @@
 #include "stoatflow/core/key_table.hpp"
 #include "stoatflow/core/no_postgres.hpp"
 #include "stoatflow/core/segment_layout.hpp"
+#include "stoatflow/core/window/pending_queue.hpp"
 #include "stoatflow/core/window/window_state.hpp"
 #include "stoatflow/core/window_spec.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <map>
-#include <queue>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -94,9 +94,11 @@ public:
     static WindowState* find_window(KeyIt kit, Millis start) {
         Windows& m = kit->second.windows;
         // Records and closes mostly concern the newest or the oldest window.
-        if (m.empty()) return nullptr;
+        // A start past the newest (a record opening a key's next window) is answered by the
+        // newest window's line alone, which process_batch prefetched.
+        if (m.empty() || start > m.back().start) return nullptr;
         if (m.back().start == start) return &m.back();
-        if (m.front().start == start) return &m.front();
+        if (m.front().start >= start) return m.front().start == start ? &m.front() : nullptr;
         const std::size_t i = lower_index(m, start);
         return i < m.size() && m[i].start == start ? &m[i] : nullptr;
     }
@@ -222,9 +224,7 @@ private:
         KeyIt key;  // alive while referenced (KeyState::refs)
         Millis start;
         Millis end;  // the end the close point was computed for (sessions grow)
-        bool operator>(const Pending& o) const { return at > o.at; }
     };
-    using MinHeap = std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>>;
     // Grid windows close on a few grid-aligned points shared by every key, so keys are
     // filed per close point (a calendar) instead of costing O(log n) heap work per window.
     // A key is filed once, under its earliest open window: all its grid windows have the
@@ -257,8 +257,9 @@ private:
     std::vector<GridClose>* last_bucket_ =
         nullptr;  // the bucket filed into last (nodes are stable)
     Millis last_bucket_at_ = kNoTime;
-    MinHeap closes_;     // sliding and sessions
-    MinHeap evictions_;  // sliding and sessions: closed windows kept a while (eviction_time)
+    PendingQueue<Pending> closes_;  // sliding and sessions
+    PendingQueue<Pending>
+        evictions_;  // sliding and sessions: closed windows kept a while (eviction_time)
     // Keys with a window changed since the last flush; the windows carry the dirty flag.
     std::vector<KeyIt> dirty_keys_;
     std::size_t dirty_count_ = 0;                // windows that became dirty since the last flush
@@ -309,26 +310,23 @@ void WindowStore::close_due(Millis watermark, Sweep& sweep, F&& close) {
         calendar_.erase(calendar_.begin(), bucket);
         last_bucket_ = nullptr;
     }
-    while (!closes_.empty() && closes_.top().at <= watermark) {
-        const Pending p = closes_.top();
-        closes_.pop();
+    closes_.drain(watermark, [&](const Pending& p) {
         close_one(p.key, find_window(p.key, p.start), p.end, sweep, close);
         sweep.released.push_back(p.key);
-    }
+    });
 }
 
 template <class F>
 void WindowStore::evict_due(Millis watermark, Sweep& sweep, F&& forgotten) {
-    while (!evictions_.empty() && watermark != kNoTime && evictions_.top().at <= watermark) {
-        const Pending p = evictions_.top();
-        evictions_.pop();
+    if (watermark == kNoTime) return;
+    evictions_.drain(watermark, [&](const Pending& p) {
         WindowState* ws = find_window(p.key, p.start);
         if (ws && ws->closed && ws->end == p.end) {
             mark_gone(p.key, *ws, sweep.compact);
             forgotten(p.key, p.start, p.end);
         }
         sweep.released.push_back(p.key);
-    }
+    });
 }
 
 template <class F>
