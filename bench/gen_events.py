@@ -2,8 +2,9 @@
 """Event generator for bench/e2e.sh: page-view JSON lines, one file per Kafka partition.
 
     gen_events.py OUTDIR --keys K --events-per-key C --partitions P [--minutes M] [--seed S]
-                  [--format json|avro]
-    gen_events.py --self-check      (the Avro encoding against python3-avro; needs its module)
+                  [--format json|avro [--schema-id N]]
+    gen_events.py --self-check [--schema-id N]
+                    (the Avro encoding against python3-avro, needs its module; the framing too)
 
 Keys user000000 .. user{K-1} (zero-padded to 6 digits) are hashed (CRC-32) to partitions.
 Every key gets exactly C events, each at a uniformly random millisecond of the M minutes
@@ -23,10 +24,19 @@ record in OUTDIR/p<N>.avro, each followed by the byte 0x1f, a byte no body of th
 contains (strings are ASCII text, lengths 20 and 46, amount's zigzag bytes are even or 0x01,
 the last byte of ts's varint is 0x68): checked for every partition, so `kcat -P -D '\x1f'`
 splits the file into exactly its records. About 43 bytes per record.
+
+--schema-id N (with --format avro): every body Confluent-framed, as a registry's serializer
+writes it: the byte 0, N as 4 bytes big-endian, then the body (5 bytes more per record), for a
+source that reads through a schema registry where AVRO_SCHEMA has id N. An id with the byte 0x1f
+in its 4 bytes is refused (the delimiter). --self-check checks the framing as well: byte 0, the
+id read back big-endian, the body after it decoding by python3-avro, the frame equal to the one
+test/registry/produce.py writes (the pg_regress tests' producer), for ids of every byte width
+and the one given.
 """
 import argparse
 import os
 import random
+import struct
 import sys
 import zlib
 
@@ -58,8 +68,35 @@ def avro_record(user, ts, amount, page):
     return avro_string(user) + avro_long(ts) + avro_long(amount) + avro_string(page)
 
 
-def self_check():
-    """The hand-written encoding equals python3-avro's, byte for byte, and decodes back."""
+def confluent_frame(schema_id):
+    """The 5 bytes before a registry-framed body: magic byte 0, the id as a big-endian uint32."""
+    if not 0 <= schema_id <= 0x7FFFFFFF:
+        sys.exit("gen_events.py: schema id %d out of range (0..2^31-1)" % schema_id)
+    return b"\x00" + schema_id.to_bytes(4, "big")
+
+
+def check_framing(schema_ids, bodies, schema):
+    """confluent_frame: byte 0, the id back from struct's big-endian reading, the body intact
+    and decoding by python3-avro, and the same bytes as test/registry/produce.py's frame()."""
+    import io
+    import avro.io
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "test", "registry"))
+    import produce
+    for sid in schema_ids:
+        for body in bodies:
+            framed = confluent_frame(sid) + body
+            if len(framed) != len(body) + 5 or framed[0] != 0 or struct.unpack(">I", framed[1:5])[0] != sid \
+                    or framed[5:] != body:
+                sys.exit("gen_events.py self-check: id %d frames %s as %s" % (sid, body.hex(), framed.hex()))
+            if framed != produce.frame(sid, body):
+                sys.exit("gen_events.py self-check: id %d: %s, test/registry/produce.py frames it as %s"
+                         % (sid, framed.hex(), produce.frame(sid, body).hex()))
+            avro.io.DatumReader(schema).read(avro.io.BinaryDecoder(io.BytesIO(framed[5:])))
+
+
+def self_check(run_id=None):
+    """The hand-written encoding equals python3-avro's, byte for byte, and decodes back; the
+    registry framing (confluent_frame) is right for ids of every width and run_id."""
     import datetime
     import io
     import avro.io
@@ -85,12 +122,25 @@ def self_check():
             sys.exit("gen_events.py self-check: %r decodes as %r" % ((user, off, amount, page), back))
         if AVRO_DELIM in mine:
             sys.exit("gen_events.py self-check: the delimiter occurs in %s" % mine.hex())
-    print("gen_events.py self-check: %d records encode as python3-avro writes them" % len(cases))
+    ids = [0, 1, 0x1f, 0xff, 0x100, 0x1234, 0x10000, 0xabcdef, 0x1000000, 0x7fffffff]
+    if run_id is not None:
+        ids.append(run_id)
+        if AVRO_DELIM in confluent_frame(run_id):
+            sys.exit("gen_events.py self-check: the frame of schema id %d holds the delimiter 0x1f" % run_id)
+    bodies = [avro_record("user%06d" % k, BASE_MS + off, amount, "/catalog/c%02d/item-%05d" % (item % 50, item))
+              for k, off, amount, item in cases[:50]]
+    check_framing(ids, bodies, schema)
+    print("gen_events.py self-check: %d records encode as python3-avro writes them; framed with %d schema ids "
+          "(%s) as test/registry/produce.py frames them"
+          % (len(cases), len(ids), "the run's %d among them" % run_id if run_id is not None else "no run id"))
 
 
 def main():
-    if sys.argv[1:] == ["--self-check"]:
-        self_check()
+    if sys.argv[1:2] == ["--self-check"]:
+        sc = argparse.ArgumentParser(prog="gen_events.py --self-check")
+        sc.add_argument("--self-check", action="store_true")
+        sc.add_argument("--schema-id", type=int)
+        self_check(sc.parse_args().schema_id)
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("outdir")
@@ -100,9 +150,17 @@ def main():
     ap.add_argument("--minutes", type=int, default=60)
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--format", choices=("json", "avro"), default="json")
+    ap.add_argument("--schema-id", type=int, help="(avro) Confluent-frame every body with this schema id")
     a = ap.parse_args()
     if a.keys < 1 or a.keys > 1000000 or a.events_per_key < 1 or a.partitions < 1 or a.minutes < 1:
         sys.exit("gen_events.py: bad arguments")
+    frame = b""
+    if a.schema_id is not None:
+        if a.format != "avro":
+            sys.exit("gen_events.py: --schema-id frames Avro bodies: it needs --format avro")
+        frame = confluent_frame(a.schema_id)
+        if AVRO_DELIM in frame:
+            sys.exit("gen_events.py: the frame of schema id %d holds the delimiter 0x1f" % a.schema_id)
     os.makedirs(a.outdir, exist_ok=True)
     span = a.minutes * 60000
     nkeys = a.keys
@@ -131,8 +189,8 @@ def main():
         else:
             for x in ev:  # the same draws in the same order as the JSON lines
                 item = rnd.randrange(100000)
-                lines.append(avro_record("user%06d" % (x & 1048575), BASE_MS + (x >> 20), rnd.randint(1, 100),
-                                         "/catalog/c%02d/item-%05d" % (item % 50, item)) + AVRO_DELIM)
+                lines.append(frame + avro_record("user%06d" % (x & 1048575), BASE_MS + (x >> 20), rnd.randint(1, 100),
+                                                 "/catalog/c%02d/item-%05d" % (item % 50, item)) + AVRO_DELIM)
             data = b"".join(lines)
             if data.count(AVRO_DELIM) != len(lines):
                 sys.exit("gen_events.py: the delimiter 0x1f occurs inside a record of partition %d" % p)

@@ -141,7 +141,7 @@ def main():
         if per["load"]:
             extra.append("1-min load average at the start of each repetition: %s (it includes this benchmark's "
                          "own preceding work)" % " ".join("%.2f" % x for x in per["load"]))
-        for k in ("rows", "check"):
+        for k in ("rows", "check", "registry"):
             if k in m:
                 extra.append(m[k])
         ratios = {"b/a": med["b"] / med["a"]}
