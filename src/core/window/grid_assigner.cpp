@@ -23,7 +23,7 @@ void GridAssigner::assign(WindowStore::KeyIt kit, Millis t, const Value* values,
     const Millis newest = floor_to(t, spec.advance);
     std::size_t pos =
         m.empty() || m.back().start <= newest ? m.size() : WindowStore::upper_index(m, newest);
-    grid_.for_each_from(newest, t, [&](Window win) {
+    grid_.for_each_newest_from(newest, t, [&](Window win) {
         if (spec.is_closed(win.end, w)) {
             ++stats.dropped_late_window;
             return;

@@ -18,11 +18,11 @@ public:
     // Calls f(Window) for every window of a record at t, newest start first.
     template <class F>
     void for_each(Millis t, F&& f) const {
-        for_each_from(floor_to(t, advance_), t, f);
+        for_each_newest_from(floor_to(t, advance_), t, f);
     }
     // The same, given the newest start (floor_to(t, advance), when the caller has it).
     template <class F>
-    void for_each_from(Millis newest, Millis t, F&& f) const {
+    void for_each_newest_from(Millis newest, Millis t, F&& f) const {
         for (Millis s = newest; s > t - size_; s -= advance_) f(Window{s, s + size_});
     }
     // size / advance (rounded up): how many windows a record lands in at most.
