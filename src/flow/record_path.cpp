@@ -359,7 +359,6 @@ CommitSnapshot RecordPath::take_snapshot(core::Millis now, const AggregationScop
             feed_rollup(snap.aggs[in->upstream].out, aggs_[in->upstream].engine->layout(), *in,
                         engine, rollup_watermark(w_at_commit_, in->lag));
         snap.aggs[i].watermark = w;
-        if (i < kept_outputs_.size()) snap.aggs[i].out = std::move(kept_outputs_[i]);
         if (scope && aggs_[i].executor)
             scope(i, [&] { engine.flush(w, snap.aggs[i].out); });
         else
@@ -371,30 +370,10 @@ CommitSnapshot RecordPath::take_snapshot(core::Millis now, const AggregationScop
             static_cast<std::int64_t>(engine.keys_with_open_windows());
         snap.aggs[i].memory_bytes = static_cast<std::int64_t>(engine.memory_bytes());
     }
-    kept_outputs_.clear();
-    kept_bytes_ = 0;
     records_since_commit_ = 0;
     w_at_commit_ = snap.watermark;
     w_moved_at_ = 0;
     return snap;
-}
-
-void RecordPath::recycle(CommitSnapshot&& snap) {
-    kept_outputs_.clear();
-    kept_bytes_ = 0;
-    if (snap.aggs.size() != aggs_.size()) return;
-    for (auto& a : snap.aggs) {
-        core::CommitOutput& out = a.out;
-        out.clear();
-        const std::size_t bytes = out.state.capacity() * sizeof(core::WindowStateRow) +
-                                  out.deletes.capacity() * sizeof(core::SinkDelete) +
-                                  out.upserts.capacity() * sizeof(core::SinkRow);
-        if (bytes > kKeptCommitBufferBytes)
-            out = core::CommitOutput();
-        else
-            kept_bytes_ += bytes;
-        kept_outputs_.push_back(std::move(out));
-    }
 }
 
 }  // namespace stoatflow::flow

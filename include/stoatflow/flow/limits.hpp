@@ -19,10 +19,6 @@ constexpr std::int64_t kBrokerErrorShownMs = 30000;
 // Decoded records staged between the decoder and the engines (one cache-friendly batch).
 constexpr std::size_t kStageRecords = 512;
 
-// A commit's row buffers kept for the next commit, per aggregation (RecordPath::recycle): about
-// 280,000 windows' state and sink rows. Larger ones go back to the allocator.
-constexpr std::size_t kKeptCommitBufferBytes = std::size_t{128} << 20;
-
 // How much of a dead letter's payload dead_letters keeps: beside its rule, record_judge.hpp.
 
 }  // namespace stoatflow::flow

@@ -283,13 +283,6 @@ public:
     using AggregationScope =
         std::function<void(std::size_t aggregation, const std::function<void()>& body)>;
     CommitSnapshot take_snapshot(core::Millis now, const AggregationScope& scope = {});
-    // A snapshot written: its row buffers (emptied, their capacity kept, up to
-    // kKeptCommitBufferBytes per aggregation) serve the next snapshots, so that a commit of N
-    // windows does not fault N rows' worth of fresh pages in again after the last one's went
-    // back to the kernel (give_back_memory).
-    void recycle(CommitSnapshot&& snap);
-    // What the kept buffers hold (capacity, in bytes): memory in use, for give_back_memory.
-    std::size_t kept_buffer_bytes() const { return kept_bytes_; }
 
     core::Watermark& watermark() { return watermark_; }
     // Next offset to consume per partition (what the commit makes durable).
@@ -439,8 +432,6 @@ private:
     std::map<core::TopicPartition, std::int64_t> skipped_;
     std::vector<DeadLetter> dead_;
     std::int64_t commit_seq_ = 0;
-    std::vector<core::CommitOutput> kept_outputs_;  // recycle(): per aggregation, emptied
-    std::size_t kept_bytes_ = 0;
     std::int64_t records_since_commit_ = 0;
     // Wall time the watermark first moved since the last commit: windows it closed are
     // emitted at the next commit, so their freshness lag is commit time minus this.

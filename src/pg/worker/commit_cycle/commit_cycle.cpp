@@ -398,11 +398,7 @@ void CommitCycle::write_aggregation(std::size_t i, const flow::CommitSnapshot& s
          arg_int64(a.memory_bytes)});
 }
 
-void CommitCycle::commit(core::Millis now) {
-    flow::CommitSnapshot snap = take_snapshot(now);
-    write(snap);
-    path_.recycle(std::move(snap));
-}
+void CommitCycle::commit(core::Millis now) { write(take_snapshot(now)); }
 
 flow::CommitSnapshot CommitCycle::take_snapshot(core::Millis now) {
     // Serializing an executor aggregation's states runs its owner's send and serialization

@@ -378,7 +378,7 @@ void CommitCycle::run_executor() {
                             if (static_cast<std::int64_t>(used + pending) + memory_reserve_ >
                                 memory_limit_)
                                 memory_exceeded();
-                            give_back_memory(used + path_.kept_buffer_bytes());
+                            give_back_memory(used);
                         }
                     }
                 });

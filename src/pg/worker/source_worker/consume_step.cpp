@@ -313,8 +313,7 @@ bool SourceWorker::commit(bool final) {
             if (consuming) consuming->finish();
             if (log_commits) log_commit(snap.seq, counts, ms);
             snapshot_bytes_ = 0;
-            give_back_memory(pipeline_->path().memory_bytes() +
-                             pipeline_->path().kept_buffer_bytes());
+            give_back_memory(pipeline_->path().memory_bytes());
         }
         if (backfill_ == 0) consumer_->commit_offsets(snap.next_offsets);
         ledger_.committed(snap.next_offsets);
@@ -326,7 +325,6 @@ bool SourceWorker::commit(bool final) {
                          pipeline_->path().skipped_pending() ||
                          pipeline_->path().next_offsets() != snap.next_offsets))
             rebuild = true;
-        pipeline_->path().recycle(std::move(snap));
     } else if (!final) {
         in_transaction([&] {
             rebuild = aggregation_signature() != signature_ || !source_exists();
