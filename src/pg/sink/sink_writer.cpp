@@ -1,5 +1,6 @@
 // Sink writes: resolving the table, checking its shape before every write, writing as the
 // aggregation's owner, and the outbox that keeps what a failing sink is owed.
+#include "stoatflow/core/emit/sink_order.hpp"
 #include "stoatflow/core/error.hpp"
 
 #include <algorithm>
@@ -392,11 +393,8 @@ void write_sink_rows(const AggregationDef& def, const core::AggLayout& layout, O
             for (const auto* u : upserts) (u->fresh ? fresh : seen).push_back(u);
             // In primary-key order, consecutive rows land on the same B-tree pages (measured:
             // 200,000 new rows into a 1.8 M-row sink, 5.8 -> 4.3 us per row).
-            const auto by_pk = [](const core::SinkRow* a, const core::SinkRow* b) {
-                return a->key != b->key ? a->key < b->key : a->start < b->start;
-            };
-            std::sort(fresh.begin(), fresh.end(), by_pk);
-            std::sort(seen.begin(), seen.end(), by_pk);
+            core::sort_by_primary_key(fresh);
+            core::sort_by_primary_key(seen);
             const Columns& cols = shape.cols;
             const std::string conflict = shape.conflict_target();
             std::vector<Datum> values;
