@@ -21,7 +21,7 @@ class PendingQueue {
 public:
     void push(const Entry& e) {
         v_.push_back(e);
-        std::push_heap(v_.begin(), v_.end(), later);
+        std::push_heap(v_.begin(), v_.end(), Later());
     }
     std::size_t size() const { return v_.size(); }
     bool empty() const { return v_.empty(); }
@@ -38,7 +38,7 @@ public:
                 popped = 0;
                 continue;
             }
-            std::pop_heap(v_.begin(), v_.end(), later);
+            std::pop_heap(v_.begin(), v_.end(), Later());
             const Entry e = v_.back();
             v_.pop_back();
             f(e);
@@ -49,14 +49,17 @@ public:
     static constexpr std::size_t kOneByOne = 1024;
 
 private:
-    static bool later(const Entry& a, const Entry& b) { return a.at > b.at; }
+    // A type, not a function: the heap operations inline it rather than call through a pointer.
+    struct Later {
+        bool operator()(const Entry& a, const Entry& b) const { return a.at > b.at; }
+    };
     template <class F>
     void drain_all(Millis w, F& f) {
         const auto due =
             std::partition(v_.begin(), v_.end(), [w](const Entry& e) { return e.at > w; });
         std::vector<Entry> taken(due, v_.end());
         v_.erase(due, v_.end());
-        std::make_heap(v_.begin(), v_.end(), later);
+        std::make_heap(v_.begin(), v_.end(), Later());
         std::sort(taken.begin(), taken.end(), [](const Entry& a, const Entry& b) {
             if (a.key != b.key) return std::less<decltype(a.key)>()(a.key, b.key);
             return a.at != b.at ? a.at < b.at : a.start < b.start;
