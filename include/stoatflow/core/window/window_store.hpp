@@ -257,9 +257,10 @@ private:
     std::vector<GridClose>* last_bucket_ =
         nullptr;  // the bucket filed into last (nodes are stable)
     Millis last_bucket_at_ = kNoTime;
-    PendingQueue<Pending> closes_;  // sliding and sessions
-    PendingQueue<Pending>
-        evictions_;  // sliding and sessions: closed windows kept a while (eviction_time)
+    // Sliding windows and sessions: their close points, and the closed ones kept a while
+    // (eviction_time).
+    PendingQueue<Pending> closes_;
+    PendingQueue<Pending> evictions_;
     // Keys with a window changed since the last flush; the windows carry the dirty flag.
     std::vector<KeyIt> dirty_keys_;
     std::size_t dirty_count_ = 0;                // windows that became dirty since the last flush
