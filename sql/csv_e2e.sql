@@ -192,6 +192,15 @@ SELECT (SELECT count(*) FROM as_json_notes) AS rows_notes,
        (SELECT count(*) FROM (SELECT * FROM as_csv_notes EXCEPT SELECT * FROM as_json_notes) d) AS csv_only;
 SELECT source_name, count(*) AS dead_letters FROM stoatflow.dead_letters
  WHERE source_name IN ('as_json', 'as_csv') GROUP BY 1 ORDER BY 1;
+-- Should the sinks differ, what differs and why: the rows side by side (none), and what each
+-- aggregation counted, dropped as late, still owes its sink, and the last error it met.
+SELECT coalesce(j.key, c.key) AS key, coalesce(j.window_start, c.window_start) AS window_start,
+       to_jsonb(j) - 'key' - 'window_start' AS as_json, to_jsonb(c) - 'key' - 'window_start' AS as_csv
+  FROM as_json_5m j FULL JOIN as_csv_5m c USING (key, window_start)
+ WHERE j IS DISTINCT FROM c ORDER BY 1, 2;
+SELECT aggregation_name, records_in, dropped_late_window, dead_letters, sink_owed, last_error
+  FROM stoatflow.stats WHERE aggregation_name IN ('as_json_5m', 'as_csv_5m', 'as_json_notes',
+                                                  'as_csv_notes') ORDER BY 1;
 SET client_min_messages = warning;  -- the drop NOTICEs differ by broker and timing
 SELECT stoatflow.drop_source(s, "cascade" => true) FROM unnest(ARRAY['as_json', 'as_csv']) s;
 RESET client_min_messages;
