@@ -13,6 +13,7 @@ Watermark::Watermark(Millis max_out_of_orderness, Millis idle_timeout)
     : max_ooo_(max_out_of_orderness), idle_timeout_(idle_timeout) {}
 
 void Watermark::assign(PartitionId partition, bool holds_data) {
+    slowest_known_ = false;
     Partition& p = parts_[partition];
     // A restored partition already has its max; only a fresh one can be waiting.
     p.holds_data = holds_data && p.max == kNoTime;
@@ -31,16 +32,22 @@ void Watermark::revoke(PartitionId partition) {
 
 Millis Watermark::observe(PartitionId partition, Millis t, Millis now) {
     Partition& p = parts_[partition];
+    // Called for every record: when the partition already counts in the minimum and is not the
+    // slowest, a larger max of its own cannot move the minimum, so W stays (no walk over every
+    // partition).
+    const bool counted = !p.holds_data && !p.idle && p.max != kNoTime;
+    const bool above_slowest = counted && slowest_known_ && p.max > slowest_;
     p.max = std::max(p.max, t);
     p.holds_data = false;
     p.caught_up = false;
     p.idle = false;
     p.last_activity = now;
-    recompute();
+    if (!above_slowest) recompute();
     return w_;
 }
 
 void Watermark::data_pending(PartitionId partition) {
+    slowest_known_ = false;
     Partition& p = parts_[partition];
     if (p.max == kNoTime && !p.holds_data) {
         p.holds_data = true;
@@ -74,6 +81,7 @@ Millis Watermark::tick(Millis now) {
 void Watermark::recompute() {
     Millis min_max = kNoTime, idle_max = kNoTime;
     bool any = false;
+    slowest_known_ = false;
     for (const auto& [id, p] : parts_) {
         if (p.holds_data) return;  // a partition with data not yet read pins W
         if (p.max == kNoTime) continue;
@@ -86,6 +94,8 @@ void Watermark::recompute() {
     }
     // Idle partitions hold nothing back; when every partition is idle the stream as a
     // whole has reached its newest record (whose own window still stays open).
+    slowest_known_ = any;
+    slowest_ = min_max;
     if (!any) min_max = idle_max;
     if (min_max == kNoTime) return;
     const Millis candidate = min_max - max_ooo_;
@@ -134,6 +144,7 @@ void Watermark::restore(const std::string& blob) {
     }
     w_ = w;
     parts_ = std::move(parts);
+    slowest_known_ = false;
 }
 
 }  // namespace stoatflow::core

@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <map>
+#include <string>
+
 using namespace stoatflow::core;
 
 TEST(Watermark, NoRecordsNoWatermark) {
@@ -190,4 +194,100 @@ TEST(Watermark, RestoresAStateWrittenBy01) {
     EXPECT_EQ(wm.partition_max(TopicPartition{0, 1}.id()), 300);
     EXPECT_EQ(wm.partition_max(TopicPartition{1, 0}.id()), kNoTime);
     EXPECT_EQ(wm.serialize(), "w1 90 0:100 1:300");
+}
+
+// observe() skips the walk over the partitions when the record's partition is above the slowest
+// one: against a model that applies README's rule from scratch after every operation, over random
+// sequences of records, assignments, revocations, data arriving, ends, idle ticks and restores.
+TEST(Watermark, RandomOperationsMatchTheRuleFromScratch) {
+    struct Part {
+        Millis max = kNoTime;
+        bool holds = false, caught_up = false, idle = false;
+        Millis last = 0;
+    };
+    const Millis ooo = 5, idle_after = 50;
+    std::uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    auto next = [&](std::uint64_t n) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        return static_cast<std::int64_t>(seed % n);
+    };
+    for (int run = 0; run < 200; ++run) {
+        Watermark wm(ooo, idle_after);
+        std::map<PartitionId, Part> model;
+        Millis w = kNoTime, now = 0;
+        auto rule = [&] {  // README "Time and the watermark", from scratch
+            Millis lo = kNoTime, idle_hi = kNoTime;
+            bool any = false;
+            for (const auto& [id, p] : model) {
+                if (p.holds) return;
+                if (p.max == kNoTime) continue;
+                if (p.idle) {
+                    idle_hi = std::max(idle_hi, p.max);
+                    continue;
+                }
+                lo = any ? std::min(lo, p.max) : p.max;
+                any = true;
+            }
+            if (!any) lo = idle_hi;
+            if (lo != kNoTime && (w == kNoTime || lo - ooo > w)) w = lo - ooo;
+        };
+        const int parts = 1 + static_cast<int>(next(6));
+        for (int step = 0; step < 400; ++step) {
+            now += next(20);
+            const PartitionId id = next(parts);
+            const std::int64_t op = next(100);
+            if (op < 80) {  // a record, mostly in order per partition
+                Part& p = model[id];
+                const Millis t = (p.max == kNoTime ? 0 : p.max) + next(30) - 5;
+                p.max = std::max(p.max, t);
+                p.holds = p.caught_up = p.idle = false;
+                p.last = now;
+                rule();
+                ASSERT_EQ(wm.observe(id, t, now), w) << "run " << run << " step " << step;
+                continue;
+            }
+            if (op < 84) {
+                const bool holds = next(2) == 0;
+                Part& p = model[id];
+                p.holds = holds && p.max == kNoTime;
+                p.caught_up = p.idle = false;
+                wm.assign(id, holds);
+            } else if (op < 86) {
+                model.erase(id);
+                rule();
+                wm.revoke(id);
+            } else if (op < 89) {
+                Part& p = model[id];
+                if (p.max == kNoTime && !p.holds) p.holds = true, p.caught_up = false;
+                wm.data_pending(id);
+            } else if (op < 94) {
+                Part& p = model[id];
+                p.caught_up = true;
+                if (p.max == kNoTime) p.holds = false, p.last = now;
+                rule();
+                wm.caught_up(id, now);
+            } else if (op < 99) {
+                for (auto& [pid, p] : model)
+                    if (p.caught_up && !p.idle && p.max != kNoTime && now - p.last >= idle_after)
+                        p.idle = true;
+                rule();
+                ASSERT_EQ(wm.tick(now), w) << "run " << run << " step " << step;
+            } else {  // a restart: W and every partition's max come back, nothing else
+                const std::string blob = wm.serialize();
+                wm = Watermark(ooo, idle_after);
+                wm.restore(blob);
+                for (auto it = model.begin(); it != model.end();) {
+                    if (it->second.max == kNoTime) {
+                        it = model.erase(it);
+                        continue;
+                    }
+                    it->second = Part{it->second.max};
+                    ++it;
+                }
+            }
+            ASSERT_EQ(wm.current(), w) << "run " << run << " step " << step;
+        }
+    }
 }

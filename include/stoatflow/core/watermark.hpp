@@ -63,6 +63,10 @@ private:
     Millis idle_timeout_;
     Millis w_ = kNoTime;
     std::map<PartitionId, Partition> parts_;
+    // The smallest max over the partitions counted by the last recompute (none holding data,
+    // not idle), when it counted any: a record of a partition above it cannot move W.
+    bool slowest_known_ = false;
+    Millis slowest_ = kNoTime;
 };
 
 }  // namespace stoatflow::core
