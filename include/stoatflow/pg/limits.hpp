@@ -27,8 +27,9 @@ constexpr long kTrimEveryMs = 20;
 constexpr std::size_t kTrimSlackBytes = 8u << 20;
 // A commit builds and appends the rows of a segment table this many at a time.
 constexpr std::size_t kStateWriteChunkRows = 1000;
-// Workers allocate blocks from this size up with pages of their own (mallopt M_MMAP_THRESHOLD).
-constexpr std::size_t kMmapThresholdBytes = 16u << 10;
+// Workers allocate blocks from this size up with pages of their own (mallopt M_MMAP_THRESHOLD);
+// smaller ones come from the heap, whose free pages give_back_memory returns (worker_loop.cpp).
+constexpr std::size_t kMmapThresholdBytes = 64u << 20;
 
 // How often the worker measures its memory against stoatflow.worker_memory_limit.
 constexpr std::int64_t kMemoryCheckIntervalMs = 250;
